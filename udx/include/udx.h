@@ -1,0 +1,7 @@
+#ifndef UDX_H
+#define UDX_H
+
+const char *
+udx_version_string (void);
+
+#endif
