@@ -1,0 +1,185 @@
+#include "bind.h"
+
+#include <string.h>
+
+ludx_rt_t *
+ludx_bind_rt (lua_State *L) {
+  ludx_rt_t *rt = ludx_rt_default();
+  if (rt == NULL)
+    luaL_error(L, "ludx: cannot start the event loop (out of memory)");
+  return rt;
+}
+
+int
+ludx_push_uv_error (lua_State *L, int err) {
+  lua_pushnil(L);
+  lua_pushstring(L, uv_strerror(err));
+  lua_pushstring(L, uv_err_name(err));
+  return 3;
+}
+
+int
+ludx_push_error (lua_State *L, const char *msg, const char *code) {
+  lua_pushnil(L);
+  lua_pushstring(L, msg);
+  lua_pushstring(L, code);
+  return 3;
+}
+
+static const char *
+current_function (lua_State *L) {
+  lua_Debug ar;
+  if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name)
+    return ar.name;
+  return "?";
+}
+
+static int
+arg_error (lua_State *L, int idx, const char *name, const char *expected) {
+  return luaL_error(L, "bad argument '%s' to '%s' (%s expected, got %s)", name, current_function(L), expected, luaL_typename(L, idx));
+}
+
+const char *
+ludx_check_lstring (lua_State *L, int idx, const char *name, size_t *len) {
+  if (lua_type(L, idx) != LUA_TSTRING)
+    arg_error(L, idx, name, "string");
+  return lua_tolstring(L, idx, len);
+}
+
+lua_Number
+ludx_check_number (lua_State *L, int idx, const char *name) {
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    arg_error(L, idx, name, "number");
+  return lua_tonumber(L, idx);
+}
+
+lua_Integer
+ludx_check_integer (lua_State *L, int idx, const char *name, lua_Integer min, lua_Integer max) {
+  lua_Number n = ludx_check_number(L, idx, name);
+  if (n != (lua_Number) (lua_Integer) n) {
+    luaL_error(L, "bad argument '%s' to '%s' (integer expected, got %f)", name, current_function(L), n);
+  }
+  if ((lua_Integer) n < min || (lua_Integer) n > max) {
+    luaL_error(L, "bad argument '%s' to '%s' (%f is out of range %f..%f)", name, current_function(L), n, (double) min, (double) max);
+  }
+  return (lua_Integer) n;
+}
+
+lua_Integer
+ludx_opt_integer (lua_State *L, int idx, const char *name, lua_Integer def, lua_Integer min, lua_Integer max) {
+  if (lua_isnoneornil(L, idx))
+    return def;
+  return ludx_check_integer(L, idx, name, min, max);
+}
+
+const char *
+ludx_opt_lstring (lua_State *L, int idx, const char *name, const char *def, size_t *len) {
+  if (lua_isnoneornil(L, idx)) {
+    if (len)
+      *len = def ? strlen(def) : 0;
+    return def;
+  }
+  return ludx_check_lstring(L, idx, name, len);
+}
+
+int
+ludx_check_table (lua_State *L, int idx, const char *name) {
+  if (lua_type(L, idx) != LUA_TTABLE)
+    arg_error(L, idx, name, "table");
+  return 1;
+}
+
+lua_Integer
+ludx_field_integer (lua_State *L, int idx, const char *field, lua_Integer def) {
+  lua_getfield(L, idx, field);
+  lua_Integer v = def;
+  if (!lua_isnil(L, -1)) {
+    if (lua_type(L, -1) != LUA_TNUMBER) {
+      luaL_error(L, "bad option '%s' to '%s' (number expected, got %s)", field, current_function(L), luaL_typename(L, -1));
+    }
+    v = (lua_Integer) lua_tonumber(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+int
+ludx_field_boolean (lua_State *L, int idx, const char *field, int def) {
+  lua_getfield(L, idx, field);
+  int v = def;
+  if (!lua_isnil(L, -1)) {
+    if (lua_type(L, -1) != LUA_TBOOLEAN) {
+      luaL_error(L, "bad option '%s' to '%s' (boolean expected, got %s)", field, current_function(L), luaL_typename(L, -1));
+    }
+    v = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+const char *
+ludx_field_string (lua_State *L, int idx, const char *field, const char *def) {
+  lua_getfield(L, idx, field);
+  const char *v = def;
+  if (!lua_isnil(L, -1)) {
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      luaL_error(L, "bad option '%s' to '%s' (string expected, got %s)", field, current_function(L), luaL_typename(L, -1));
+    }
+    v = lua_tostring(L, -1); // stays valid: the table still holds it
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+uint32_t
+ludx_check_ref (lua_State *L, int idx) {
+  return (uint32_t) ludx_check_integer(L, idx, "ref", 0, UINT32_MAX);
+}
+
+void **
+ludx_new_object (lua_State *L, const char *mt, void *ptr) {
+  void **ud = lua_newuserdata(L, sizeof(void *));
+  *ud = ptr;
+  luaL_getmetatable(L, mt);
+  lua_setmetatable(L, -2);
+  return ud;
+}
+
+void *
+ludx_check_object (lua_State *L, int idx, const char *mt, const char *name) {
+  void **ud = lua_touserdata(L, idx);
+  if (ud != NULL && lua_getmetatable(L, idx)) {
+    luaL_getmetatable(L, mt);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    if (same)
+      return *ud;
+  }
+  luaL_error(L, "bad argument '%s' to '%s' (%s expected, got %s)", name, current_function(L), mt, luaL_typename(L, idx));
+  return NULL;
+}
+
+void *
+ludx_check_open (lua_State *L, int idx, const char *mt, const char *what) {
+  void *p = ludx_check_object(L, idx, mt, what);
+  if (p == NULL)
+    luaL_error(L, "%s is closed", what);
+  return p;
+}
+
+void
+ludx_new_class (lua_State *L, const char *mt, const luaL_Reg *methods) {
+  luaL_newmetatable(L, mt);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -2, "__index");
+  ludx_set_funcs(L, methods);
+  lua_pop(L, 1);
+}
+
+void
+ludx_set_funcs (lua_State *L, const luaL_Reg *funcs) {
+  for (; funcs->name; funcs++) {
+    lua_pushcfunction(L, funcs->func);
+    lua_setfield(L, -2, funcs->name);
+  }
+}

@@ -1,0 +1,95 @@
+#ifndef LUDX_BIND_H
+#define LUDX_BIND_H
+
+// Conventions shared by every file of the ludx.core module.
+//
+// - Each area has one entry, `void ludx_bind_<area>(lua_State *L)`, that adds
+//   its functions to the core table on top of the stack (see core.c).
+// - Runtime failures return `nil, message, code` (luv's order); `code` is the
+//   libuv error name such as "ECONNRESET". Wrong argument types raise an error
+//   that names the argument.
+// - C objects live apart from their userdata (the userdata holds a pointer).
+//   C callbacks never call Lua: they post a record to the event ring with the
+//   object's `ref`, a number the Lua side chose when it created the object.
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "../runtime/rt.h"
+
+ludx_rt_t *
+ludx_bind_rt (lua_State *L);
+
+// nil, message, code for a negative UV_E*; returns 3.
+int
+ludx_push_uv_error (lua_State *L, int err);
+
+// nil, message, code with our own code string; returns 3.
+int
+ludx_push_error (lua_State *L, const char *msg, const char *code);
+
+// Argument checks whose errors name the argument: "bad argument 'port' to
+// 'connect' (number expected, got nil)".
+const char *
+ludx_check_lstring (lua_State *L, int idx, const char *name, size_t *len);
+
+lua_Number
+ludx_check_number (lua_State *L, int idx, const char *name);
+
+lua_Integer
+ludx_check_integer (lua_State *L, int idx, const char *name, lua_Integer min, lua_Integer max);
+
+lua_Integer
+ludx_opt_integer (lua_State *L, int idx, const char *name, lua_Integer def, lua_Integer min, lua_Integer max);
+
+const char *
+ludx_opt_lstring (lua_State *L, int idx, const char *name, const char *def, size_t *len);
+
+int
+ludx_check_table (lua_State *L, int idx, const char *name);
+
+// Field getters for option tables at idx; a present field of the wrong type raises.
+lua_Integer
+ludx_field_integer (lua_State *L, int idx, const char *field, lua_Integer def);
+
+int
+ludx_field_boolean (lua_State *L, int idx, const char *field, int def);
+
+const char *
+ludx_field_string (lua_State *L, int idx, const char *field, const char *def);
+
+uint32_t
+ludx_check_ref (lua_State *L, int idx);
+
+// Userdata holding one pointer, with a named metatable.
+void **
+ludx_new_object (lua_State *L, const char *mt, void *ptr);
+
+void *
+ludx_check_object (lua_State *L, int idx, const char *mt, const char *name);
+
+// Same, but raises "<what> is closed" when the pointer was cleared.
+void *
+ludx_check_open (lua_State *L, int idx, const char *mt, const char *what);
+
+// Registers a metatable named mt with methods (and __index to itself).
+void
+ludx_new_class (lua_State *L, const char *mt, const luaL_Reg *methods);
+
+// Adds the functions to the table on top of the stack.
+void
+ludx_set_funcs (lua_State *L, const luaL_Reg *funcs);
+
+// The area entries.
+void
+ludx_bind_loop (lua_State *L);
+
+void
+ludx_bind_process (lua_State *L);
+
+void
+ludx_bind_line (lua_State *L);
+
+#endif

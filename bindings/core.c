@@ -1,0 +1,30 @@
+// luaopen_ludx_core: `require "ludx.core"` from a stock LuaJIT, and preloaded
+// in the ludx executable. Each area adds its functions to one table.
+#include "bind.h"
+
+static int
+l_sentinel_gc (lua_State *L) {
+  (void) L;
+  ludx_rt_t *rt = ludx_rt_default();
+  if (rt)
+    ludx_rt_shutdown(rt);
+  return 0;
+}
+
+LUALIB_API int
+luaopen_ludx_core (lua_State *L) {
+  ludx_bind_rt(L);
+  lua_newtable(L);
+  ludx_bind_loop(L);
+  ludx_bind_process(L);
+  ludx_bind_line(L);
+  // When the state closes, every handle still open is closed and the loop
+  // runs until they are gone.
+  lua_newuserdata(L, 1);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, l_sentinel_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, -2, "_sentinel");
+  return 1;
+}
