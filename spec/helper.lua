@@ -1,0 +1,57 @@
+-- Shared by the specs: run a test body as a task on the ludx loop, with a
+-- timeout that cancels everything it started.
+local ludx = require "ludx"
+
+local H = {}
+
+H.root = os.getenv("LUDX_ROOT") or "."
+H.build = os.getenv("LUDX_BUILD") or "build"
+H.ludx_bin = H.build .. "/ludx"
+
+--- Wraps a test body: it runs as the main task of ludx.run; after timeout ms
+-- every task still running is cancelled and the test fails.
+function H.run(fn, timeout)
+  timeout = timeout or 20000
+  return function()
+    local timed_out = false
+    local ok, msg, tb = ludx.run(function()
+      local watchdog = ludx.after(timeout, function()
+        timed_out = true
+        for _, t in ipairs(ludx.tasks()) do ludx.cancel(t.id, "test timed out after " .. timeout .. " ms") end
+      end)
+      local body = ludx.spawn("test", fn)
+      body.quiet = true
+      local r = { body:join() }
+      watchdog:cancel()
+      -- whatever the body left running is stopped
+      for _, t in ipairs(ludx.tasks()) do
+        if t.name ~= "main" then ludx.cancel(t.id, "test ended") end
+      end
+      if body.error ~= nil then
+        if type(body.error) == "table" and not ludx.is_cancelled(body.error) then error(body.error, 0) end
+        error(tostring(body.error) .. "\n" .. (body.traceback or ""), 0)
+      end
+      return unpack(r)
+    end)
+    if timed_out then error("test timed out after " .. timeout .. " ms", 0) end
+    if ok == nil and msg then error(msg, 0) end
+  end
+end
+
+--- Runs the ludx executable with args; returns stdout, stderr, status.
+function H.ludx(args, opts)
+  local process = require "ludx.process"
+  local p = assert(process.spawn(H.ludx_bin, args, opts))
+  local out = {}
+  while true do
+    local chunk = p:read(opts and opts.timeout or 20000)
+    if not chunk then break end
+    out[#out + 1] = chunk
+  end
+  local status, sig = p:wait(20000)
+  local err = p:stderr()
+  p:close()
+  return table.concat(out), err, status, sig
+end
+
+return H

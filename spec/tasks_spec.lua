@@ -1,0 +1,224 @@
+local ludx = require "ludx"
+local H = require "helper"
+local run = H.run
+
+describe("tasks", function()
+  it("run returns the function's results", function()
+    local a, b, c = ludx.run(function(x) return x, "two", nil end, 1)
+    assert.are.equal(1, a)
+    assert.are.equal("two", b)
+    assert.is_nil(c)
+  end)
+
+  it("run returns nil, msg when the function raises", function()
+    local ok, msg = ludx.run(function() error("kaboom") end)
+    assert.is_nil(ok)
+    assert.matches("kaboom", msg)
+  end)
+
+  it("run waits for every task the function spawned", function()
+    local done = {}
+    ludx.run(function()
+      for i = 1, 3 do
+        ludx.spawn("child" .. i, function()
+          ludx.sleep(5 * i)
+          ludx.spawn("grandchild" .. i, function()
+            ludx.sleep(5)
+            done[#done + 1] = "g" .. i
+          end)
+          done[#done + 1] = "c" .. i
+        end)
+      end
+    end)
+    assert.are.equal(6, #done)
+  end)
+
+  it("runs ready tasks in order and fairly", run(function()
+    local order = {}
+    local a = ludx.spawn("a", function()
+      for i = 1, 3 do
+        order[#order + 1] = "a" .. i
+        ludx.yield()
+      end
+    end)
+    local b = ludx.spawn("b", function()
+      for i = 1, 3 do
+        order[#order + 1] = "b" .. i
+        ludx.sleep(0)
+      end
+    end)
+    a:join()
+    b:join()
+    assert.are.equal("a1 b1 a2 b2 a3 b3", table.concat(order, " "))
+  end))
+
+  it("a task that keeps yielding does not starve timers or others", run(function()
+    local ticks = 0
+    local spinner = ludx.spawn("spinner", function()
+      while true do ludx.yield() end
+    end)
+    ludx.spawn("ticker", function()
+      for _ = 1, 5 do
+        ludx.sleep(1)
+        ticks = ticks + 1
+      end
+    end):join()
+    spinner:cancel()
+    assert.are.equal(5, ticks)
+  end))
+
+  it("sleep waits at least its time and now() has sub-millisecond resolution", run(function()
+    local t0 = ludx.now()
+    ludx.sleep(15)
+    local dt = ludx.now() - t0
+    assert.is_true(dt >= 14.9, "slept " .. dt)
+    local a, b = ludx.now(), ludx.now()
+    assert.is_true(b >= a)
+    local fractional = false
+    for _ = 1, 100 do
+      local t = ludx.now()
+      if t % 1 ~= 0 then fractional = true break end
+    end
+    assert.is_true(fractional)
+  end))
+
+  it("timers fire in deadline order", run(function()
+    local order = {}
+    for _, ms in ipairs({ 30, 10, 20, 0 }) do
+      ludx.spawn("s" .. ms, function()
+        ludx.sleep(ms)
+        order[#order + 1] = ms
+      end)
+    end
+    ludx.sleep(50)
+    assert.are.same({ 0, 10, 20, 30 }, order)
+  end))
+
+  it("every wait takes a timeout and returns nil, 'timed out', 'ETIMEDOUT'", run(function()
+    local q = ludx.queue()
+    local v, msg, code = q:get(10)
+    assert.is_nil(v)
+    assert.are.equal("timed out", msg)
+    assert.are.equal("ETIMEDOUT", code)
+    local w = ludx.waiters()
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { w:wait("something", 5) })
+    local t = ludx.spawn("slow", function() ludx.sleep(200) end)
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { t:join(5) })
+    t:cancel()
+  end))
+
+  it("a wake before the timeout wins, and a timed-out wait is not woken later", run(function()
+    local q = ludx.queue()
+    ludx.spawn("producer", function()
+      ludx.sleep(5)
+      q:put("x")
+    end)
+    assert.are.equal("x", q:get(1000))
+    assert.is_nil(q:get(1))
+    q:put("late")
+    assert.are.equal("late", q:get(0))
+  end))
+
+  it("an uncaught error ends its task only", run(function()
+    local survivor_done = false
+    local bad = ludx.spawn("bad", function()
+      ludx.sleep(1)
+      error("bad task")
+    end)
+    bad.quiet = true
+    local survivor = ludx.spawn("survivor", function()
+      ludx.sleep(5)
+      survivor_done = true
+      return "ok"
+    end)
+    local v, msg = bad:join()
+    assert.is_nil(v)
+    assert.matches("bad task", msg)
+    assert.are.equal("ok", survivor:join())
+    assert.is_true(survivor_done)
+  end))
+
+  it("reports an uncaught error on stderr with the task's name and traceback", run(function()
+    local out, err, status = H.ludx({ "-e", [[
+      local ludx = require "ludx"
+      ludx.spawn("worker-7", function() ludx.sleep(1); local t = nil; return t.field end)
+      ludx.sleep(10)
+      print("main still ran")
+    ]] })
+    assert.matches("main still ran", out)
+    assert.matches("task 'worker%-7' failed", err)
+    assert.matches("attempt to index", err)
+    assert.matches("stack traceback", err)
+    assert.are.equal(0, status)
+  end))
+
+  it("lists live tasks with their names and what they wait on", run(function()
+    local q = ludx.queue()
+    local t = ludx.spawn("consumer", function() return q:get() end)
+    ludx.yield()
+    local found
+    for _, info in ipairs(ludx.tasks()) do
+      if info.name == "consumer" then found = info end
+    end
+    assert.is_not_nil(found)
+    assert.are.equal("waiting", found.state)
+    assert.are.equal("queue get", found.waiting)
+    q:put(42)
+    assert.are.equal(42, t:join())
+  end))
+
+  it("cancel ends a waiting task quietly", run(function()
+    local t = ludx.spawn("sleeper", function() ludx.sleep(100000) end)
+    ludx.yield()
+    assert.is_true(t:cancel("stop"))
+    local v, msg = t:join()
+    assert.is_nil(v)
+    assert.are.equal("stop", msg)
+    assert.are.equal("dead", t.state)
+  end))
+end)
+
+describe("misuse", function()
+  it("a waiting call outside a task fails at once with a clear message", function()
+    local ok, err = pcall(ludx.sleep, 10)
+    assert.is_false(ok)
+    assert.matches("must be called from a task", err)
+    ok, err = pcall(function() return ludx.queue():get(10) end)
+    assert.is_false(ok)
+    assert.matches("must be called from a task", err)
+  end)
+
+  it("a runtime wait crossing a user coroutine fails at once", run(function()
+    local co = coroutine.wrap(function() ludx.sleep(1) end)
+    local ok, err = pcall(co)
+    assert.is_false(ok)
+    assert.matches("not a ludx task", err)
+    assert.matches("tasks_spec.lua", err)
+  end))
+
+  it("wrong argument types raise errors that name the argument", run(function()
+    assert.has_error(function() ludx.sleep("soon") end)
+    local ok, err = pcall(ludx.sleep, "soon")
+    assert.matches("bad argument 'ms' to 'sleep'", err)
+    ok, err = pcall(ludx.spawn, "name", 42)
+    assert.matches("bad argument 'fn' to 'spawn'", err)
+    ok, err = pcall(ludx.queue().get, ludx.queue(), -1)
+    assert.matches("bad argument 'timeout'", err)
+    ok, err = pcall(ludx.run, "not a function")
+    assert.matches("bad argument 'fn' to 'run'", err)
+  end))
+
+  it("spawn without a running loop says so", function()
+    local ok, err = pcall(ludx.spawn, "x", function() end)
+    assert.is_false(ok)
+    assert.matches("no loop is running", err)
+  end)
+
+  it("a task that waits on nothing that can wake it is failed, not hung", function()
+    local ok, msg = ludx.run(function()
+      ludx.waiters():wait("a promise nobody keeps")
+    end)
+    assert.is_nil(ok)
+    assert.matches("nothing is left that could wake it", msg)
+  end)
+end)
