@@ -229,6 +229,8 @@ ludx_ss_read (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, const uint8_t *
       size_t take = len - ss->buf_len;
       if (take > *in_len)
         take = *in_len;
+      if (take == 0)
+        return LUDX_SS_NEED_MORE;
       memcpy(ss->buf + ss->buf_len, *in, take);
       ss->buf_len += take;
       *in += take;

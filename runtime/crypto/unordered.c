@@ -47,7 +47,8 @@ ludx_unordered_seal (ludx_unordered_t *u, const uint8_t *msg, size_t len, uint8_
 
   uint8_t nonce[crypto_secretbox_NONCEBYTES] = {0};
   memcpy(nonce, u->counter, sizeof(u->counter));
-  memmove(out + sizeof(u->counter), msg, len);
+  if (len > 0)
+    memmove(out + sizeof(u->counter), msg, len);
   memcpy(out, u->counter, sizeof(u->counter));
   crypto_secretbox_easy(out + sizeof(u->counter), out + sizeof(u->counter), len, nonce, u->tx_key);
   if (out_len != NULL)
