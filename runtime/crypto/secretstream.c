@@ -10,7 +10,7 @@ enum {
   SS_FAILED = 3,
 };
 
-#define MIN_PLAIN_CAP 256
+#define MIN_BUFFER_CAP 256
 
 void
 ludx_ss_stream_id (uint8_t out[LUDX_SS_IDBYTES], const uint8_t hash[LUDX_HASHBYTES], bool initiator) {
@@ -70,8 +70,8 @@ reserve (uint8_t **p, size_t *cap, size_t need) {
   if (*cap >= need)
     return 0;
   size_t n = *cap * 2 > need ? *cap * 2 : need;
-  if (n < MIN_PLAIN_CAP)
-    n = MIN_PLAIN_CAP;
+  if (n < MIN_BUFFER_CAP)
+    n = MIN_BUFFER_CAP;
   free_buffer(p, cap);
   *p = malloc(n);
   if (*p == NULL)
