@@ -1,0 +1,160 @@
+#ifndef LUDX_SECRETSTREAM_H
+#define LUDX_SECRETSTREAM_H
+
+/* @hyperswarm/secret-stream framing over any byte stream: 3-byte
+ * little-endian length prefixes; handshake frames, then one id/header frame
+ * per side, then crypto_secretstream_xchacha20poly1305 data frames. Also the
+ * unordered-datagram boxes (secret-stream send/trySend) and hyperdht's
+ * holepunch secret.
+ *
+ * The decoder takes raw bytes in any chunking and hands back one whole
+ * frame at a time: handshake frames as they are, data frames only once
+ * decrypted and authenticated. It never allocates per frame: it keeps one
+ * buffer for frames split across reads and one for plaintext, each grown to
+ * the largest frame seen. */
+
+#include <sodium.h>
+
+#include "ludx_crypto_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LUDX_SS_PREFIXBYTES       3
+#define LUDX_SS_ABYTES            17 /* crypto_secretstream_xchacha20poly1305_ABYTES */
+#define LUDX_SS_HEADERBYTES       24
+#define LUDX_SS_IDBYTES           32
+#define LUDX_SS_IDHEADERBYTES     56 /* stream id || secretstream header */
+#define LUDX_SS_HEADER_FRAMEBYTES 59
+#define LUDX_SS_MAX_FRAME         0xFFFFFF                             /* 2^24 - 1 */
+#define LUDX_SS_MAX_WRITE         (LUDX_SS_MAX_FRAME - LUDX_SS_ABYTES) /* 16777198 */
+#define LUDX_SS_MAX_HANDSHAKE     65535                                /* a Noise message */
+
+/* What ludx_ss_read() found. */
+enum {
+  LUDX_SS_NEED_MORE = 0, /* all input consumed, no complete frame */
+  LUDX_SS_HANDSHAKE = 1, /* a raw handshake frame (before ludx_ss_start) */
+  LUDX_SS_DATA = 2,      /* a decrypted, non-empty plaintext */
+};
+
+typedef struct {
+  uint64_t frames_in;     /* data frames decrypted (keep-alives included) */
+  uint64_t frames_out;    /* data frames encrypted */
+  uint64_t keepalives_in; /* empty frames dropped */
+  uint64_t bytes_in;      /* plaintext bytes delivered */
+  uint64_t bytes_out;     /* plaintext bytes encrypted */
+} ludx_ss_stats_t;
+
+/* Treat as opaque; public only so callers can embed it. */
+typedef struct ludx_ss_s {
+  crypto_secretstream_xchacha20poly1305_state push;
+  crypto_secretstream_xchacha20poly1305_state pull;
+  uint8_t rx[LUDX_KEYBYTES];          /* until the remote header arrives */
+  uint8_t remote_id[LUDX_SS_IDBYTES]; /* streamId(h, opposite role) */
+  int state;                          /* handshake, header, data, failed */
+  int error;                          /* sticky, once failed */
+  uint8_t prefix_have;                /* length bytes read so far (0..3) */
+  uint32_t frame_len;                 /* L of the frame being read */
+  uint8_t *buf;                       /* a frame split across reads */
+  size_t buf_len, buf_cap;
+  uint8_t *plain; /* decrypted plaintext */
+  size_t plain_cap;
+  uint8_t *out; /* frames built by ludx_ss_encrypt_frame */
+  size_t out_cap;
+  ludx_ss_stats_t stats;
+} ludx_ss_t;
+
+/* streamId(h, role) = H32(msg = NS_INITIATOR or NS_RESPONDER; key = h). */
+void
+ludx_ss_stream_id (uint8_t out[LUDX_SS_IDBYTES], const uint8_t hash[LUDX_HASHBYTES], bool initiator);
+
+/* Write the 3-byte little-endian length prefix of a frame body of len
+ * bytes; LUDX_CRYPTO_ETOOLARGE above LUDX_SS_MAX_FRAME. */
+int
+ludx_ss_prefix (uint8_t out[LUDX_SS_PREFIXBYTES], size_t len);
+
+/* A fresh decoder/encoder with no keys: it reads handshake frames. */
+void
+ludx_ss_init (ludx_ss_t *ss);
+
+/* Install the handshake results (Noise, or hyperdht's external handshake)
+ * and write our id/header frame (59 bytes) to header_frame. From now on
+ * the first frame read must be the peer's id/header frame, then data.
+ * Bytes still buffered from before are kept. */
+int
+ludx_ss_start (ludx_ss_t *ss, bool initiator, const uint8_t tx[LUDX_KEYBYTES], const uint8_t rx[LUDX_KEYBYTES], const uint8_t hash[LUDX_HASHBYTES], uint8_t header_frame[LUDX_SS_HEADER_FRAMEBYTES]);
+
+/* Bytes of the frame carrying len bytes of plaintext: len + 20. */
+size_t
+ludx_ss_frame_size (size_t len);
+
+/* Encrypt one write (len <= LUDX_SS_MAX_WRITE; 0 is a keep-alive) into one
+ * frame at out. */
+int
+ludx_ss_encrypt (ludx_ss_t *ss, const uint8_t *msg, size_t len, uint8_t *out, size_t out_cap, size_t *out_len);
+
+/* Same, into a buffer the stream owns; *frame stays valid until the next
+ * call. */
+int
+ludx_ss_encrypt_frame (ludx_ss_t *ss, const uint8_t *msg, size_t len, const uint8_t **frame, size_t *frame_len);
+
+/* Consume raw bytes from (*in, *in_len), advancing both, until one frame
+ * is complete. Returns LUDX_SS_HANDSHAKE or LUDX_SS_DATA with the frame at
+ * (*out, *out_len), valid until the next call; LUDX_SS_NEED_MORE once the
+ * input is used up; or a negative error, after which the stream is failed
+ * and its keys are wiped. The id/header frame and keep-alives are handled
+ * inside. Call again with the advanced input until it returns
+ * LUDX_SS_NEED_MORE. */
+int
+ludx_ss_read (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, const uint8_t **out, size_t *out_len);
+
+/* 1 once the peer's id/header frame has been accepted. */
+bool
+ludx_ss_ready (const ludx_ss_t *ss);
+
+const ludx_ss_stats_t *
+ludx_ss_stats (const ludx_ss_t *ss);
+
+/* Wipe the keys and free the buffers. */
+void
+ludx_ss_destroy (ludx_ss_t *ss);
+
+/* Unordered datagrams (secret-stream send/trySend): counter(8) ||
+ * crypto_secretbox_easy(msg) with nonce = counter || 16 zero bytes; the
+ * counter starts at a random value and is incremented before each send. */
+#define LUDX_UNORDERED_OVERHEAD 24 /* 8 counter + 16 MAC */
+
+typedef struct {
+  uint8_t tx_key[LUDX_KEYBYTES];
+  uint8_t rx_key[LUDX_KEYBYTES];
+  uint8_t counter[8];
+  uint8_t initial[8];
+  bool exhausted;
+} ludx_unordered_t;
+
+/* Keys: I->R = H32(NS_INITIATOR || NS_SEND; key = h), R->I with
+ * NS_RESPONDER. Starts the counter at a random value. */
+int
+ludx_unordered_init (ludx_unordered_t *u, bool initiator, const uint8_t hash[LUDX_HASHBYTES]);
+
+/* Box msg into out (len + 24 bytes). LUDX_CRYPTO_ENONCE once the counter
+ * wraps back to its start. */
+int
+ludx_unordered_seal (ludx_unordered_t *u, const uint8_t *msg, size_t len, uint8_t *out, size_t out_cap, size_t *out_len);
+
+/* Open a datagram into out (len - 24 bytes). LUDX_CRYPTO_EFRAME when it is
+ * shorter than 24 bytes, LUDX_CRYPTO_EDECRYPT when it does not verify; no
+ * replay protection (as secret-stream). */
+int
+ludx_unordered_open (const ludx_unordered_t *u, const uint8_t *in, size_t len, uint8_t *out, size_t out_cap, size_t *out_len);
+
+/* hyperdht: holepunchSecret = H32(msg = NS.PEER_HOLEPUNCH; key = h). */
+void
+ludx_holepunch_secret (uint8_t out[LUDX_KEYBYTES], const uint8_t hash[LUDX_HASHBYTES]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

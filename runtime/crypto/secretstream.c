@@ -1,0 +1,292 @@
+#include "ludx_secretstream.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  SS_HANDSHAKE = 0, /* no keys yet: frames are Noise messages */
+  SS_HEADER = 1,    /* keys set: the peer's id/header frame comes next */
+  SS_DATA = 2,
+  SS_FAILED = 3,
+};
+
+#define MIN_BUFFER_CAP 256
+
+void
+ludx_ss_stream_id (uint8_t out[LUDX_SS_IDBYTES], const uint8_t hash[LUDX_HASHBYTES], bool initiator) {
+  uint8_t ns[LUDX_H32BYTES];
+  ludx_ns(ns, "hyperswarm/secret-stream", initiator ? 0 : 1);
+  crypto_generichash(out, LUDX_SS_IDBYTES, ns, sizeof(ns), hash, LUDX_HASHBYTES);
+}
+
+int
+ludx_ss_prefix (uint8_t out[LUDX_SS_PREFIXBYTES], size_t len) {
+  if (len > LUDX_SS_MAX_FRAME)
+    return LUDX_CRYPTO_ETOOLARGE;
+  out[0] = (uint8_t) len;
+  out[1] = (uint8_t) (len >> 8);
+  out[2] = (uint8_t) (len >> 16);
+  return 0;
+}
+
+void
+ludx_ss_init (ludx_ss_t *ss) {
+  memset(ss, 0, sizeof(*ss));
+  ss->state = SS_HANDSHAKE;
+}
+
+static void
+wipe_keys (ludx_ss_t *ss) {
+  sodium_memzero(&ss->push, sizeof(ss->push));
+  sodium_memzero(&ss->pull, sizeof(ss->pull));
+  sodium_memzero(ss->rx, sizeof(ss->rx));
+}
+
+static void
+free_buffer (uint8_t **p, size_t *cap) {
+  if (*p != NULL) {
+    sodium_memzero(*p, *cap);
+    free(*p);
+  }
+  *p = NULL;
+  *cap = 0;
+}
+
+static int
+fail (ludx_ss_t *ss, int err) {
+  wipe_keys(ss);
+  free_buffer(&ss->buf, &ss->buf_cap);
+  free_buffer(&ss->plain, &ss->plain_cap);
+  free_buffer(&ss->out, &ss->out_cap);
+  ss->buf_len = 0;
+  ss->state = SS_FAILED;
+  ss->error = err;
+  return err;
+}
+
+/* Grow a buffer whose contents need not survive. */
+static int
+reserve (uint8_t **p, size_t *cap, size_t need) {
+  if (*cap >= need)
+    return 0;
+  size_t n = *cap * 2 > need ? *cap * 2 : need;
+  if (n < MIN_BUFFER_CAP)
+    n = MIN_BUFFER_CAP;
+  free_buffer(p, cap);
+  *p = malloc(n);
+  if (*p == NULL)
+    return LUDX_CRYPTO_ENOMEM;
+  *cap = n;
+  return 0;
+}
+
+int
+ludx_ss_start (ludx_ss_t *ss, bool initiator, const uint8_t tx[LUDX_KEYBYTES], const uint8_t rx[LUDX_KEYBYTES], const uint8_t hash[LUDX_HASHBYTES], uint8_t header_frame[LUDX_SS_HEADER_FRAMEBYTES]) {
+  if (ss == NULL || tx == NULL || rx == NULL || hash == NULL || header_frame == NULL)
+    return LUDX_CRYPTO_EINVAL;
+  if (ss->state == SS_FAILED)
+    return ss->error;
+  if (ss->state != SS_HANDSHAKE)
+    return LUDX_CRYPTO_ESTATE;
+  if (ludx_crypto_init() < 0)
+    return LUDX_CRYPTO_ESODIUM;
+
+  /* secret-stream A.3: send streamId(h, own role) || init_push header;
+   * expect streamId(h, the other role) from the peer. */
+  ludx_ss_prefix(header_frame, LUDX_SS_IDHEADERBYTES);
+  ludx_ss_stream_id(header_frame + LUDX_SS_PREFIXBYTES, hash, initiator);
+  crypto_secretstream_xchacha20poly1305_init_push(&ss->push, header_frame + LUDX_SS_PREFIXBYTES + LUDX_SS_IDBYTES, tx);
+  ludx_ss_stream_id(ss->remote_id, hash, !initiator);
+  memcpy(ss->rx, rx, LUDX_KEYBYTES);
+  ss->state = SS_HEADER;
+  return 0;
+}
+
+size_t
+ludx_ss_frame_size (size_t len) {
+  return LUDX_SS_PREFIXBYTES + LUDX_SS_ABYTES + len;
+}
+
+int
+ludx_ss_encrypt (ludx_ss_t *ss, const uint8_t *msg, size_t len, uint8_t *out, size_t out_cap, size_t *out_len) {
+  if (ss == NULL || out == NULL || (msg == NULL && len > 0))
+    return LUDX_CRYPTO_EINVAL;
+  if (ss->state == SS_FAILED)
+    return ss->error;
+  if (ss->state == SS_HANDSHAKE)
+    return LUDX_CRYPTO_ESTATE;
+  /* A.2: one write is one frame; L = len + 17 must fit 24 bits. */
+  if (len > LUDX_SS_MAX_WRITE)
+    return LUDX_CRYPTO_ETOOLARGE;
+  size_t size = ludx_ss_frame_size(len);
+  if (out_cap < size)
+    return LUDX_CRYPTO_ENOBUFS;
+
+  ludx_ss_prefix(out, len + LUDX_SS_ABYTES);
+  /* msg may sit at out + 4 (in place), as secret-stream does it. */
+  crypto_secretstream_xchacha20poly1305_push(&ss->push, out + LUDX_SS_PREFIXBYTES, NULL, msg, len, NULL, 0, crypto_secretstream_xchacha20poly1305_TAG_MESSAGE);
+  ss->stats.frames_out++;
+  ss->stats.bytes_out += len;
+  if (out_len != NULL)
+    *out_len = size;
+  return 0;
+}
+
+int
+ludx_ss_encrypt_frame (ludx_ss_t *ss, const uint8_t *msg, size_t len, const uint8_t **frame, size_t *frame_len) {
+  if (ss == NULL || frame == NULL || frame_len == NULL)
+    return LUDX_CRYPTO_EINVAL;
+  if (ss->state == SS_FAILED)
+    return ss->error;
+  if (len > LUDX_SS_MAX_WRITE)
+    return LUDX_CRYPTO_ETOOLARGE;
+  int rc = reserve(&ss->out, &ss->out_cap, ludx_ss_frame_size(len));
+  if (rc < 0)
+    return rc;
+  rc = ludx_ss_encrypt(ss, msg, len, ss->out, ss->out_cap, frame_len);
+  if (rc < 0)
+    return rc;
+  *frame = ss->out;
+  return 0;
+}
+
+/* Validate L as soon as the prefix is complete, before buffering a byte
+ * of the body (A.2, A.3 step 4, A.3 step 6). */
+static int
+check_length (const ludx_ss_t *ss, uint32_t len) {
+  switch (ss->state) {
+    case SS_HANDSHAKE:
+      return len == 0 || len > LUDX_SS_MAX_HANDSHAKE ? LUDX_CRYPTO_EFRAME : 0;
+    case SS_HEADER:
+      return len != LUDX_SS_IDHEADERBYTES ? LUDX_CRYPTO_EHEADER : 0;
+    default:
+      return len < LUDX_SS_ABYTES ? LUDX_CRYPTO_EFRAME : 0;
+  }
+}
+
+static int
+on_header (ludx_ss_t *ss, const uint8_t *frame) {
+  if (sodium_memcmp(frame, ss->remote_id, LUDX_SS_IDBYTES) != 0)
+    return LUDX_CRYPTO_ESTREAMID;
+  if (crypto_secretstream_xchacha20poly1305_init_pull(&ss->pull, frame + LUDX_SS_IDBYTES, ss->rx) != 0)
+    return LUDX_CRYPTO_EHEADER;
+  sodium_memzero(ss->rx, sizeof(ss->rx));
+  ss->state = SS_DATA;
+  return 0;
+}
+
+static int
+on_data (ludx_ss_t *ss, const uint8_t *frame, uint32_t len, size_t *plain_len) {
+  int rc = reserve(&ss->plain, &ss->plain_cap, len - LUDX_SS_ABYTES);
+  if (rc < 0)
+    return rc;
+  unsigned long long mlen = 0;
+  unsigned char tag;
+  /* A.3 step 6: the tag is read and ignored; a failed pull is fatal, and
+   * libsodium writes no plaintext before the MAC checks out. */
+  if (crypto_secretstream_xchacha20poly1305_pull(&ss->pull, ss->plain, &mlen, &tag, frame, len, NULL, 0) != 0) {
+    return LUDX_CRYPTO_EDECRYPT;
+  }
+  ss->stats.frames_in++;
+  *plain_len = (size_t) mlen;
+  return 0;
+}
+
+int
+ludx_ss_read (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, const uint8_t **out, size_t *out_len) {
+  if (ss == NULL || in == NULL || in_len == NULL || (*in == NULL && *in_len > 0) || out == NULL || out_len == NULL)
+    return LUDX_CRYPTO_EINVAL;
+  if (ss->state == SS_FAILED)
+    return ss->error;
+
+  for (;;) {
+    while (ss->prefix_have < LUDX_SS_PREFIXBYTES) {
+      if (*in_len == 0)
+        return LUDX_SS_NEED_MORE;
+      ss->frame_len |= (uint32_t) (**in) << (8 * ss->prefix_have);
+      ss->prefix_have++;
+      (*in)++;
+      (*in_len)--;
+      if (ss->prefix_have == LUDX_SS_PREFIXBYTES) {
+        int rc = check_length(ss, ss->frame_len);
+        if (rc < 0)
+          return fail(ss, rc);
+      }
+    }
+
+    uint32_t len = ss->frame_len;
+    const uint8_t *frame;
+    if (ss->buf_len == 0 && *in_len >= len) {
+      frame = *in; /* whole frame in the input: no copy */
+      *in += len;
+      *in_len -= len;
+    } else {
+      if (ss->buf_len == 0) {
+        int rc = reserve(&ss->buf, &ss->buf_cap, len);
+        if (rc < 0)
+          return fail(ss, rc);
+      }
+      size_t take = len - ss->buf_len;
+      if (take > *in_len)
+        take = *in_len;
+      if (take == 0)
+        return LUDX_SS_NEED_MORE;
+      memcpy(ss->buf + ss->buf_len, *in, take);
+      ss->buf_len += take;
+      *in += take;
+      *in_len -= take;
+      if (ss->buf_len < len)
+        return LUDX_SS_NEED_MORE;
+      frame = ss->buf;
+    }
+    ss->prefix_have = 0;
+    ss->frame_len = 0;
+    ss->buf_len = 0;
+
+    if (ss->state == SS_HANDSHAKE) {
+      *out = frame;
+      *out_len = len;
+      return LUDX_SS_HANDSHAKE;
+    }
+    if (ss->state == SS_HEADER) {
+      int rc = on_header(ss, frame);
+      if (rc < 0)
+        return fail(ss, rc);
+      continue;
+    }
+
+    size_t plain_len;
+    int rc = on_data(ss, frame, len, &plain_len);
+    if (rc < 0)
+      return fail(ss, rc);
+    if (plain_len == 0) {
+      ss->stats.keepalives_in++; /* A.4: keep-alives are dropped */
+      continue;
+    }
+    ss->stats.bytes_in += plain_len;
+    *out = ss->plain;
+    *out_len = plain_len;
+    return LUDX_SS_DATA;
+  }
+}
+
+bool
+ludx_ss_ready (const ludx_ss_t *ss) {
+  return ss->state == SS_DATA;
+}
+
+const ludx_ss_stats_t *
+ludx_ss_stats (const ludx_ss_t *ss) {
+  return &ss->stats;
+}
+
+void
+ludx_ss_destroy (ludx_ss_t *ss) {
+  if (ss == NULL)
+    return;
+  wipe_keys(ss);
+  free_buffer(&ss->buf, &ss->buf_cap);
+  free_buffer(&ss->plain, &ss->plain_cap);
+  free_buffer(&ss->out, &ss->out_cap);
+  ss->buf_len = 0;
+}
