@@ -188,6 +188,15 @@ l_interrupt_clear (lua_State *L) {
   return 0;
 }
 
+// core.strerror(code) -> message, name for a negative UV_E* number
+static int
+l_strerror (lua_State *L) {
+  int err = (int) luaL_checkinteger(L, 1);
+  lua_pushstring(L, uv_strerror(err));
+  lua_pushstring(L, uv_err_name(err));
+  return 2;
+}
+
 static int
 l_shutdown (lua_State *L) {
   (void) L;
@@ -212,7 +221,8 @@ ludx_bind_loop (lua_State *L) {
       {"signal", l_signal},
       {"interrupts", l_interrupts},
       {"interrupt_clear", l_interrupt_clear},
-      {"shutdown", l_shutdown},
+      {"strerror", l_strerror},
+    {"shutdown", l_shutdown},
       {NULL, NULL}};
   static const luaL_Reg signal_methods[] = {{"stop", l_signal_stop}, {"__gc", l_signal_gc}, {NULL, NULL}};
   ludx_new_class(L, LUDX_SIGNAL_MT, signal_methods);
@@ -229,6 +239,19 @@ ludx_bind_loop (lua_State *L) {
   EV(LINE);
   EV(FS);
   EV(UDX_BASE);
+  EV(UDX_SOCKET_RECV);
+  EV(UDX_SOCKET_CLOSE);
+  EV(UDX_READABLE);
+  EV(UDX_DRAIN);
+  EV(UDX_FLUSH);
+  EV(UDX_FINISH);
+  EV(UDX_MESSAGE);
+  EV(UDX_CLOSE);
+  EV(UDX_FINALIZE);
+  EV(UDX_FIREWALL);
+  EV(UDX_REMOTE_CHANGED);
+  EV(UDX_TRACE);
+  EV(UDX_LOOKUP);
   EV(CRYPTO_BASE);
 #undef EV
   lua_setfield(L, -2, "EV");

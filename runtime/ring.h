@@ -25,6 +25,19 @@ enum {
   LUDX_EV_FS = 7,   // a = result
   // 32..63: udx bindings
   LUDX_EV_UDX_BASE = 32,
+  LUDX_EV_UDX_SOCKET_RECV = 32,  // datagrams queued (empty -> non-empty)
+  LUDX_EV_UDX_SOCKET_CLOSE = 33, // the socket closed
+  LUDX_EV_UDX_READABLE = 34,     // in-order bytes or EOF available
+  LUDX_EV_UDX_DRAIN = 35,        // below the high-water mark again
+  LUDX_EV_UDX_FLUSH = 36,        // everything written so far is acked
+  LUDX_EV_UDX_FINISH = 37,       // our END was acked
+  LUDX_EV_UDX_MESSAGE = 38,      // MESSAGE datagrams queued
+  LUDX_EV_UDX_CLOSE = 39,        // a = status (0 or a negative UV_E*)
+  LUDX_EV_UDX_FINALIZE = 40,     // the C stream is gone
+  LUDX_EV_UDX_FIREWALL = 41,     // a = 1 accepted (connected), 0 dropped
+  LUDX_EV_UDX_REMOTE_CHANGED = 42,
+  LUDX_EV_UDX_TRACE = 43,        // trace samples queued
+  LUDX_EV_UDX_LOOKUP = 44,       // a = status, b = count
   // 64..95: crypto / secretstream bindings
   LUDX_EV_CRYPTO_BASE = 64,
   LUDX_EV_MAX = 128
