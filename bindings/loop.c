@@ -238,6 +238,7 @@ ludx_bind_loop (lua_State *L) {
   EV(PROC_CLOSED);
   EV(LINE);
   EV(FS);
+  EV(LOOKUP);
   EV(UDX_BASE);
   EV(UDX_SOCKET_RECV);
   EV(UDX_SOCKET_CLOSE);

@@ -22,7 +22,8 @@ enum {
   LUDX_EV_PROC_EXIT = 4,   // a = exit status, b = terminating signal
   LUDX_EV_PROC_CLOSED = 5,
   LUDX_EV_LINE = 6, // the line reader has lines (or EOF) to take
-  LUDX_EV_FS = 7,   // a = result
+  LUDX_EV_FS = 7,     // a = result
+  LUDX_EV_LOOKUP = 8, // a = status: the lookup's addresses are ready
   // 32..63: udx bindings
   LUDX_EV_UDX_BASE = 32,
   LUDX_EV_UDX_SOCKET_RECV = 32,  // datagrams queued (empty -> non-empty)

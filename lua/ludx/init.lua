@@ -671,6 +671,34 @@ function M.run(fn, ...)
   return unpack(task.results, 1, task.results.n)
 end
 
+--- Resolves a host name: a list of addresses ({"127.0.0.1", ...}).
+-- family: 4, 6 or nil for both. An IP literal comes back as it is.
+local lookups = {}
+
+function M.lookup(host, family, timeout)
+  if type(host) ~= "string" then error("bad argument 'host' to 'lookup' (string expected, got " .. type(host) .. ")", user_level()) end
+  if family ~= nil and family ~= 4 and family ~= 6 then error("bad argument 'family' to 'lookup' (4, 6 or nil expected)", user_level()) end
+  timeout = check_timeout(timeout, "lookup")
+  if host:match("^%d+%.%d+%.%d+%.%d+$") or host:find(":", 1, true) then return { host } end
+  local op = { waiters = M.waiters() }
+  op.ref = M.ref(op)
+  local req, msg, code = core.lookup(host, op.ref, family or 0)
+  if not req then
+    M.unref(op.ref)
+    return nil, msg, code
+  end
+  lookups[op.ref] = req
+  local ok, m, c = op.waiters:wait("lookup " .. host, timeout, "lookup")
+  lookups[op.ref] = nil
+  M.unref(op.ref)
+  if ok == nil and c then return nil, m, c end
+  return req:result()
+end
+
+M.on_event(core.EV.LOOKUP, function(op)
+  op.waiters:wake_all(true)
+end)
+
 function M.running()
   return running_loop
 end
