@@ -112,6 +112,7 @@ typedef struct udx_stream_stats_s {
   uint64_t read_buffered; // in-order bytes waiting for udx_stream_read
   uint64_t delivered;     // packets delivered to the peer (acked)
   uint64_t lost;          // packets declared lost
+  uint64_t zwp_count;     // zero-window probes sent
 } udx_stream_stats_t;
 
 // ---------------------------------------------------------------------------
