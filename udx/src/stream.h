@@ -246,7 +246,7 @@ struct udx_stream_s {
   udx_stream_t *relay_to;
 
   // --- faults and tracing (applied by the host)
-  udx_fault_t *fault;
+  struct udx_fault_state_s *fault;
   udx_stream_trace_cb trace_cb;
   uint32_t trace_ms;
 
