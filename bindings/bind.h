@@ -98,4 +98,7 @@ ludx_bind_dns (lua_State *L);
 void
 ludx_bind_udx (lua_State *L);
 
+void
+ludx_bind_testdata (lua_State *L);
+
 #endif
