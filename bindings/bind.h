@@ -92,4 +92,7 @@ ludx_bind_process (lua_State *L);
 void
 ludx_bind_line (lua_State *L);
 
+void
+ludx_bind_crypto (lua_State *L);
+
 #endif

@@ -18,6 +18,7 @@ luaopen_ludx_core (lua_State *L) {
   ludx_bind_loop(L);
   ludx_bind_process(L);
   ludx_bind_line(L);
+  ludx_bind_crypto(L);
   // When the state closes, every handle still open is closed and the loop
   // runs until they are gone.
   lua_newuserdata(L, 1);
