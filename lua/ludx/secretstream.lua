@@ -45,6 +45,10 @@ local now = ludx.now
 -- for the user's read (backpressure reaches the raw stream).
 local READ_HIGHWATER = 4 * 1024 * 1024
 
+-- Writes made before the handshake completes are queued up to this many
+-- bytes; past it, write waits for the handshake.
+local PENDING_LIMIT = 1024 * 1024
+
 local Stream = {}
 Stream.__index = Stream
 
@@ -108,7 +112,8 @@ local function release(self)
   end
   self.framer_stats = self.framer:stats()
   self.framer:destroy()
-  self.rbuf, self.rhead, self.rtail, self.rbytes, self.pending = {}, 1, 0, 0, {}
+  self.rbuf, self.rhead, self.rtail, self.rbytes = {}, 1, 0, 0
+  self.pending, self.pending_bytes = {}, 0
   wake_everyone(self)
   ludx.untrack(self)
   pcall(self.raw.close, self.raw)
@@ -185,7 +190,7 @@ local function complete(self, r, out)
     if not frame then return nil, m, c end
     out[#out + 1] = frame
   end
-  self.pending = {}
+  self.pending, self.pending_bytes = {}, 0
   self.is_ready = true
   self.last_write = now()
   if self.hs_timer then
@@ -358,7 +363,7 @@ function M.wrap(raw, opts)
     keepalive = opts.keepalive and opts.keepalive > 0 and opts.keepalive or nil,
     framer = C.framer(),
     rbuf = {}, rhead = 1, rtail = 0, rbytes = 0,
-    pending = {},
+    pending = {}, pending_bytes = 0,
     readers = ludx.waiters(), ready_waiters = ludx.waiters(), lock_waiters = ludx.waiters(),
     pump_waiters = ludx.waiters(), keepalive_waiters = ludx.waiters(),
     last_write = now(),
@@ -468,7 +473,10 @@ function Stream:read(max, timeout)
 end
 
 --- One write is one frame (at most MAX_WRITE bytes). Before the handshake
--- completes, writes are queued and return true at once.
+-- completes, writes are queued and return true at once (up to 1 MiB; past
+-- that, write waits for the handshake). ETIMEDOUT: the raw stream did not
+-- drain in time (the frame is queued there and goes out), or another frame
+-- (keep-alive, handshake, finish) held the raw stream (nothing was sent).
 function Stream:write(data, timeout)
   if type(data) ~= "string" then error("bad argument 'data' to 'write' (string expected, got " .. type(data) .. ")", 2) end
   ludx.check_timeout(timeout, "write")
@@ -477,13 +485,16 @@ function Stream:write(data, timeout)
   if self.finishing then return nil, "write after finish", "EPIPE" end
   if #data > M.MAX_WRITE then return nil, "Message is too large for an atomic write", "ETOOLARGE" end
   if self.writing then return nil, "busy writing", "EBUSY" end
-  if not self.is_ready then
+  if not self.is_ready and self.pending_bytes + #data <= PENDING_LIMIT then
     self.pending[#self.pending + 1] = data
+    self.pending_bytes = self.pending_bytes + #data
     return true
   end
   self.writing = true
   local deadline = deadline_of(timeout)
-  local ok, m, c = lock(self, deadline, "write")
+  local ok, m, c = true, nil, nil
+  if not self.is_ready then ok, m, c = self:ready(left(deadline)) end
+  if ok then ok, m, c = lock(self, deadline, "write") end
   if ok then
     local frame
     frame, m, c = encrypt(self, data)
@@ -496,21 +507,29 @@ function Stream:write(data, timeout)
 end
 
 --- Flushes (queued writes go out once the handshake completes), then ends
--- the raw stream (udx END). Returns what raw:finish returns.
+-- the raw stream (udx END). Returns what raw:finish returns. No write is
+-- taken once finish was called; when finish times out before the END was
+-- issued, calling it again goes on.
 function Stream:finish(timeout)
   ludx.check_timeout(timeout, "finish")
   local d, msg, code = dead(self)
   if d == nil then return nil, msg, code end
-  if self.finishing then return nil, "stream is finished", "EPIPE" end
+  if self.finished then return nil, "stream is finished", "EPIPE" end
+  if self.finish_busy then return nil, "busy finishing", "EBUSY" end
   self.finishing = true
   self.keepalive_waiters:wake_all(false)
+  self.finish_busy = true
   local deadline = deadline_of(timeout)
   local ok, m, c = self:ready(left(deadline))
-  if not ok then return nil, m, c end
-  ok, m, c = lock(self, deadline, "finish")
-  if not ok then return nil, m, c end
+  if ok then ok, m, c = lock(self, deadline, "finish") end
+  if not ok then
+    self.finish_busy = false
+    return nil, m, c
+  end
+  self.finished = true -- the END is issued now, whatever raw:finish returns
   local r = pack(self.raw:finish(left(deadline)))
   unlock(self)
+  self.finish_busy = false
   return unpack(r, 1, r.n)
 end
 
