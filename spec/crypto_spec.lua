@@ -375,6 +375,29 @@ describe("framer", function()
     assert.are.equal("ESTATE", select(3, a:start(true, k1, k2, hash)))
   end)
 
+  it("random bytes in any state never raise and never yield plaintext", function()
+    local hash, k1, k2 = C.randombytes(64), C.randombytes(32), C.randombytes(32)
+    local header = C.framer():start(true, k1, k2, hash)
+    for n = 1, 300 do
+      local junk = C.randombytes(n * 7 % 300, seed(n % 256))
+      for state = 1, 3 do
+        local f = C.framer()
+        if state > 1 then f:start(false, k2, k1, hash) end
+        local first = state == 3 and header or ""
+        local data, m, code = f:feed(first .. junk)
+        for _ = 1, 3 do
+          if data == nil or m == nil then break end
+          data, m, code = f:feed("") -- handshake frames: go on with the rest
+        end
+        if data == nil then
+          assert.is_string(code)
+        else
+          assert.are.equal("", data)
+        end
+      end
+    end
+  end)
+
   it("checks its arguments and names them", function()
     local f = C.framer()
     assert.has_error(function() f:feed(5) end, "bad argument 'data' to 'feed' (string expected, got number)")

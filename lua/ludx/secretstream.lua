@@ -357,6 +357,7 @@ end
 -- once: the handshake runs in its reader task (see ready()).
 function M.wrap(raw, opts)
   local pattern = check_options(raw, opts)
+  if not ludx.running() then error("secretstream.wrap must be called inside ludx.run (it starts tasks)", 2) end
   local self = setmetatable({
     raw = raw,
     initiator = opts.initiator,
