@@ -224,7 +224,7 @@ void
 udx__stream_recv (udx_stream_t *s, const uint8_t *buf, size_t len, uint64_t now) {
   if (udx__stream_dead(s))
     return;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   udx_wire_pkt_t pkt;
   int r = udx__wire_decode(buf, len, &pkt);

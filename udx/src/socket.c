@@ -431,8 +431,8 @@ udx__socket_read (udx_socket_t *sock) {
       break;
     }
     sock->stats.recv_batches++;
-    uint64_t now = udx__now();
     for (int i = 0; i < n && !sock->closing; i++) {
+      uint64_t now = udx__now();
       sock->stats.packets_rx++;
       sock->stats.bytes_rx += lens[i];
       if (trunc[i]) {

@@ -68,7 +68,7 @@ udx__stream_engine_free (udx_stream_t *s) {
 
 void
 udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now) {
-  s->now = now;
+  udx__stream_clock(s, now);
   s->cur_remote = 0;
   s->remote[0].valid = true;
   s->remote[1].valid = false;
@@ -83,7 +83,7 @@ udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now) {
 
 void
 udx__stream_engine_change_remote (udx_stream_t *s, int link_mtu, uint64_t now) {
-  s->now = now;
+  udx__stream_clock(s, now);
   // the host filled the slot that is not current; packets already sent keep
   // going to the old remote until everything before the change is acked.
   s->cur_remote = 1 - s->cur_remote;
@@ -126,7 +126,7 @@ udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint6
     return UV_ENOTCONN;
   if (s->status & UDX_S_ENDING)
     return UV_EPIPE;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   bool was_idle = s->snd_una == s->snd_nxt && s->sndq.end == s->snd_pkt_off;
 
@@ -163,7 +163,7 @@ udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t
     return UV_ENOTCONN;
   if (len > UDX_MESSAGE_MAX)
     return UV_EMSGSIZE;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   uint8_t hdr[UDX_HEADER_SIZE];
   const udx_remote_t *to = &s->remote[s->cur_remote];
@@ -179,7 +179,7 @@ int
 udx__stream_destroy (udx_stream_t *s, uint64_t now) {
   if (udx__stream_dead(s))
     return 0;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   if ((s->status & UDX_S_RELAYED) || !(s->status & UDX_S_CONNECTED)) {
     udx__stream_close(s, 0);
@@ -225,7 +225,7 @@ udx__reader_saw_eof (udx_stream_t *s) {
 
 ssize_t
 udx__stream_read (udx_stream_t *s, void *buf, size_t max, uint64_t now) {
-  s->now = now;
+  udx__stream_clock(s, now);
   size_t n = 0;
   uint8_t *out = buf;
   while (n < max) {
@@ -267,7 +267,7 @@ udx__stream_peek (udx_stream_t *s, const uint8_t **p, size_t *len) {
 
 void
 udx__stream_consume (udx_stream_t *s, size_t n, uint64_t now) {
-  s->now = now;
+  udx__stream_clock(s, now);
   uint64_t len = udx__bufq_len(&s->rdq);
   if (n > len)
     n = (size_t) len;
@@ -294,7 +294,7 @@ void
 udx__stream_flush (udx_stream_t *s, uint64_t now) {
   if (udx__stream_dead(s))
     return;
-  s->now = now;
+  udx__stream_clock(s, now);
   if ((s->status & (UDX_S_ACK_NEEDED | UDX_S_CONNECTED)) == (UDX_S_ACK_NEEDED | UDX_S_CONNECTED)) {
     udx__send_ack(s);
   }
@@ -307,7 +307,7 @@ void
 udx__stream_timer (udx_stream_t *s, uint64_t now) {
   if (udx__stream_dead(s))
     return;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   if (s->reo_at <= now) {
     s->reo_at = UDX_NEVER;

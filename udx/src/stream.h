@@ -336,6 +336,14 @@ udx__pkt (udx_stream_t *s, uint32_t seq) {
   return ((p->flags & UDX_PKT_USED) && p->seq == seq) ? p : NULL;
 }
 
+// Time never goes backwards inside the engine, whatever the callers pass
+// (a user callback may run an API call with a fresher clock mid-processing).
+static inline void
+udx__stream_clock (udx_stream_t *s, uint64_t now) {
+  if (now > s->now)
+    s->now = now;
+}
+
 static inline bool
 udx__stream_dead (const udx_stream_t *s) {
   return (s->status & UDX_S_CLOSED) != 0;
