@@ -22,7 +22,7 @@ typedef struct tap_s {
   uint8_t last_data_type[2];
   uint32_t last_data_seq[2];
   int sack_data_offset_nonzero[2];
-  // optional: record the ack field of DATA packets with a given seq
+  // optional: record the ack field of node 0's DATA packets with a given seq
   uint32_t watch_seq;
   int watch_count;
   uint32_t watch_acks[8];
@@ -43,7 +43,7 @@ tap_fn (void *ctx, int from, const uint8_t *buf, size_t len) {
     t->last_data_seq[from] = p.seq;
     if (p.data_offset && !(p.type & UDX_HEADER_SACK))
       t->probes[from]++;
-    if (p.seq == t->watch_seq && t->watch_count < 8) {
+    if (from == 0 && p.seq == t->watch_seq && t->watch_count < 8) {
       t->watch_acks[t->watch_count] = p.ack;
       t->watch_rwnd[t->watch_count] = p.rwnd;
       t->watch_count++;
