@@ -305,7 +305,32 @@ test_mtu (void) {
   io_close_all(&loop, udx, socks, 2);
 }
 
+// Work per readable event is bounded: a flood is read in slices so timers
+// and other handles run in between.
+static void
+test_bounded_budget (void) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  raw_t r = {0};
+  udx_socket_set_data(sb, &r);
+  CHECK(udx_socket_recv_start(sb, on_raw) == 0);
+  struct sockaddr_storage to;
+  io_addr("127.0.0.1", io_port(sb), &to);
+  for (int i = 0; i < 600; i++)
+    CHECK(udx_socket_send(sa, "x", 1, (struct sockaddr *) &to, 0) == 0);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ(r.got, UDX_RX_BUDGET);
+  CHECK(io_run_until(&loop, &r.got, 600, 5000));
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
 static const test_case_t cases[] = {
+    {"bounded_budget", test_bounded_budget},
     {"write_read", test_write_read},
     {"ipv6", test_ipv6},
     {"dual_stack", test_dual_stack},

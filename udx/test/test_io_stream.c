@@ -293,7 +293,97 @@ test_faults_and_trace (void) {
   env_close(&e);
 }
 
+// Callbacks may call back into the library: an echo that writes from
+// on_readable, a stream that destroys itself from on_message and another
+// from on_readable in the middle of a receive batch.
+static void
+echo_readable (udx_stream_t *s) {
+  io_app_t *a = udx_stream_get_data(s);
+  uint8_t buf[4096];
+  for (;;) {
+    ssize_t n = udx_stream_read(s, buf, sizeof(buf));
+    if (n > 0) {
+      CHECK(udx_stream_write(s, buf, (size_t) n) >= 0);
+      a->read += (uint64_t) n;
+      continue;
+    }
+    if (n == UV_EOF && !a->ended) {
+      a->ended = true;
+      CHECK(udx_stream_write_end(s, NULL, 0) >= 0);
+    }
+    break;
+  }
+}
+
+static void
+destroy_on_message (udx_stream_t *s, const uint8_t *buf, size_t len) {
+  (void) buf;
+  (void) len;
+  ((io_app_t *) udx_stream_get_data(s))->messages++;
+  CHECK(udx_stream_destroy(s) == 1);
+  CHECK(udx_stream_destroy(s) == 0);
+}
+
+static void
+destroy_on_readable (udx_stream_t *s) {
+  udx_stream_destroy(s);
+  uint8_t buf[16];
+  udx_stream_read(s, buf, sizeof(buf)); // still safe until on_finalize
+}
+
+static void
+test_reentrant_callbacks (void) {
+  env_t e;
+  env_init(&e, 2);
+  udx_socket_t *A = e.socks[0], *B = e.socks[1];
+  int done = 0;
+  io_app_t aa = {.seed = 5, .to_write = 1 << 20, .end_after = true, .read_seed = 5, .done_counter = &done};
+  io_app_t ab = {.done_counter = &done};
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_callbacks_t echo = io_callbacks;
+  echo.on_readable = echo_readable;
+  udx_stream_t *b;
+  CHECK(udx_stream_init(e.udx, &b, 2, &echo, &ab) == 0);
+  io_connect(a, A, 2, B, "127.0.0.1");
+  io_connect(b, B, 1, A, "127.0.0.1");
+  io_pump(a);
+  CHECK(io_run_until(&e.loop, &done, 2, 20000));
+  CHECK_EQ(aa.read, 1 << 20);
+  CHECK(aa.hash == expect_hash(5, 1 << 20));
+  CHECK_EQ(aa.close_status, 0);
+
+  done = 0;
+  io_app_t ac = {.done_counter = &done}, ad = {.done_counter = &done};
+  udx_stream_t *c = io_stream(e.udx, 3, &ac);
+  udx_stream_callbacks_t dm = io_callbacks;
+  dm.on_message = destroy_on_message;
+  udx_stream_t *d;
+  CHECK(udx_stream_init(e.udx, &d, 4, &dm, &ad) == 0);
+  io_connect(c, A, 4, B, "127.0.0.1");
+  io_connect(d, B, 3, A, "127.0.0.1");
+  CHECK(udx_stream_send(c, "bye", 3) == 0);
+  CHECK(io_run_until(&e.loop, &done, 2, 5000));
+  CHECK_EQ(ad.messages, 1);
+  CHECK_EQ(ac.close_status, UV_ECONNRESET);
+
+  done = 0;
+  io_app_t ae = {.seed = 6, .to_write = 500000, .done_counter = &done}, af = {.done_counter = &done};
+  udx_stream_t *s_e = io_stream(e.udx, 5, &ae);
+  udx_stream_callbacks_t dr = io_callbacks;
+  dr.on_readable = destroy_on_readable;
+  udx_stream_t *f;
+  CHECK(udx_stream_init(e.udx, &f, 6, &dr, &af) == 0);
+  io_connect(s_e, A, 6, B, "127.0.0.1");
+  io_connect(f, B, 5, A, "127.0.0.1");
+  io_pump(s_e);
+  CHECK(io_run_until(&e.loop, &done, 2, 5000));
+  CHECK_EQ(af.close_status, 0);
+  CHECK_EQ(ae.close_status, UV_ECONNRESET);
+  env_close(&e);
+}
+
 static const test_case_t cases[] = {
+    {"reentrant_callbacks", test_reentrant_callbacks},
     {"relay", test_relay},
     {"change_remote", test_change_remote},
     {"firewall_preconnect", test_firewall_preconnect},
