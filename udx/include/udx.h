@@ -303,7 +303,9 @@ int
 udx_stream_flush (udx_stream_t *stream);
 
 // Pulls in-order bytes: n > 0 bytes copied, 0 = nothing now, UV_EOF once the
-// remote END was reached and everything was read.
+// remote END was reached and everything was read. Bytes received before a
+// close stay readable until on_finalize; after them an abortive close gives
+// its status (UV_ECONNRESET, UV_ETIMEDOUT).
 ssize_t
 udx_stream_read (udx_stream_t *stream, void *buf, size_t max);
 

@@ -403,7 +403,7 @@ udx__socket_rx (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_st
     }
   }
   if (dup) {
-    uint8_t copy[UDX_RX_BUFFER_SIZE];
+    static uint8_t copy[UDX_RX_BUFFER_SIZE];
     struct sockaddr_storage addr = *from;
     memcpy(copy, buf, len);
     udx__socket_dispatch(sock, copy, len, &addr, now);
