@@ -357,7 +357,29 @@ test_fuzz_mutations (void) {
   }
 }
 
+// Without a read limit the maximum window still bounds what an unread
+// stream holds against a sender that ignores the window.
+static void
+test_unread_default_bound (void) {
+  sim_t sim;
+  sim_init(&sim, 12);
+  pair_t p = pair(&sim);
+  sim_app(p.b)->reading = false;
+  static uint8_t pkt[20 + 1000];
+  static const uint8_t payload[1000];
+  for (uint32_t seq = 0; seq < 6000; seq++) {
+    size_t n = mk_pkt(pkt, UDX_HEADER_DATA, 0, 2, 1 << 20, seq, 0, payload, 1000);
+    sim_inject(&sim, 1, pkt, n);
+  }
+  CHECK(udx__bufq_len(&p.b->rdq) <= UDX_DEFAULT_RWND_MAX + 1000);
+  CHECK(udx__bufq_len(&p.b->rdq) >= UDX_DEFAULT_RWND_MAX);
+  CHECK_EQ(udx__bufq_len(&p.b->rdq), (uint64_t) p.b->rcv_nxt * 1000);
+  CHECK_EQ(udx__recv_rwnd(p.b), 0);
+  sim_destroy(&sim);
+}
+
 static const test_case_t cases[] = {
+    {"unread_default_bound", test_unread_default_bound},
     {"sack_across_wrap", test_sack_across_wrap},
     {"data_seq_ffffffff", test_data_seq_ffffffff},
     {"malformed", test_malformed},
