@@ -196,8 +196,9 @@ udx__stream_destroy (udx_stream_t *s, uint64_t now) {
   return 1;
 }
 
-// After the reader made room: tell the peer when the window grew a lot or
-// reopened (RFC 1122 4.2.3.3 receiver SWS avoidance).
+// After the reader made room: tell the peer when the window reopened or at
+// least doubled (as Linux), by two packets at the least (RFC 1122 4.2.3.3
+// receiver SWS avoidance), or grew by a quarter of its maximum.
 void
 udx__stream_maybe_window_update (udx_stream_t *s) {
   if (!(s->status & UDX_S_CONNECTED) || udx__stream_dead(s))
@@ -205,11 +206,12 @@ udx__stream_maybe_window_update (udx_stream_t *s) {
   uint32_t now_rwnd = udx__recv_rwnd(s);
   if (now_rwnd <= s->last_rwnd)
     return;
+  uint64_t inc = now_rwnd - s->last_rwnd;
+  uint64_t mss2 = 2ull * udx__max_payload(s);
   uint64_t cap = s->read_limit ? udx__min_u64(s->read_limit, s->recv_rwnd_max) : s->recv_rwnd_max;
-  uint64_t step = udx__max_u64(2ull * udx__max_payload(s), cap / 4);
-  if (step > cap)
-    step = cap;
-  if (now_rwnd - s->last_rwnd >= step || (s->last_rwnd < udx__max_payload(s) && now_rwnd >= cap / 2)) {
+  if (inc < mss2 && inc < cap)
+    return;
+  if (s->last_rwnd < mss2 || now_rwnd >= 2ull * s->last_rwnd || inc >= cap / 4) {
     udx__send_ack(s);
     s->host->wake(s);
   }

@@ -304,7 +304,33 @@ test_clock_monotonic (void) {
   sim_destroy(&sim);
 }
 
+// A reader that frees a little room in a full window reopens it at once
+// with a window update: the sender does not wait for its next probe.
+static void
+test_window_update (void) {
+  sim_t sim;
+  sim_init(&sim, 12);
+  tap_t tap;
+  tap_attach(&sim, &tap);
+  pair_t p = pair(&sim);
+  sim_app(p.b)->reading = false;
+  sim_app_expect(p.b, 4, 6 << 20);
+  sim_app_write(p.a, 4, 6 << 20, false);
+  sim_advance(&sim, 3 * UDX_US_PER_S);
+  CHECK_EQ(p.a->send_rwnd, 0);
+  uint64_t held = udx__bufq_len(&p.b->rdq);
+  CHECK(held >= UDX_DEFAULT_RWND_MAX - 1452);
+  int zwp = (int) p.a->stats.zwp_count;
+  uint8_t buf[16384];
+  CHECK(udx__stream_read(p.b, buf, sizeof(buf), sim.now) == sizeof(buf));
+  sim_advance(&sim, 50000); // one RTT is 20 ms; a probe would take >= 1 s
+  CHECK(udx__bufq_len(&p.b->rdq) > held - sizeof(buf));
+  CHECK_EQ(p.a->stats.zwp_count, zwp);
+  sim_destroy(&sim);
+}
+
 static const test_case_t cases[] = {
+    {"window_update", test_window_update},
     {"give_up_default", test_give_up_default},
     {"give_up_custom", test_give_up_custom},
     {"rto_backoff", test_rto_backoff},
