@@ -334,6 +334,8 @@ udx__max_payload (const udx_stream_t *s) {
 
 static inline udx_pkt_t *
 udx__pkt (udx_stream_t *s, uint32_t seq) {
+  if (s->pkts_cap == 0)
+    return NULL;
   udx_pkt_t *p = &s->pkts[seq & (s->pkts_cap - 1)];
   return ((p->flags & UDX_PKT_USED) && p->seq == seq) ? p : NULL;
 }
