@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test run bench install clean format node-deps
+.PHONY: all deps build test run bench install clean format node-deps fuzz test-asan soak
 
 all: build
 
@@ -29,6 +29,18 @@ run: build
 
 bench: build node-deps
 	$(BUILD)/ludx bench
+
+# libFuzzer targets (fuzz/), each for FUZZ_SECONDS over a scratch copy of its
+# seed corpus; crash inputs land in $(BUILD)/fuzz-long/<target>/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= udx_wire udx_stream ss_read noise
+fuzz: build
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz_$$t ($(FUZZ_SECONDS) s)"; \
+	  sh fuzz/run-fuzzer.sh $(BUILD)/fuzz-clang/fuzz_$$t $(FUZZ_SECONDS) fuzz/corpus/$$t $(BUILD)/fuzz-long/$$t; \
+	  rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ] || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: crashes in:$$failed"; exit 1; fi
 
 install: build
 	cmake --install $(BUILD)
