@@ -172,6 +172,32 @@ test_zero_window (void) {
   sim_destroy(&sim);
 }
 
+// A zero window whose peer goes silent: probes answered so far keep the
+// stream open; once the peer stops answering, the give-up time closes it
+// with ETIMEDOUT (before the fix, probing went on forever).
+static void
+test_zero_window_dead_peer (void) {
+  sim_t sim;
+  sim_init(&sim, 15);
+  pair_t p = pair(&sim);
+  p.b->read_limit = 16384;
+  sim_app(p.b)->reading = false;
+  sim_app_write(p.a, 4, 300000, true);
+  sim_advance(&sim, 20 * UDX_US_PER_S); // longer than the give-up time
+  CHECK_EQ(sim_app(p.a)->closed, 0);
+  CHECK_EQ(p.a->send_rwnd, 0);
+  CHECK(p.a->status & UDX_S_HB_ANSWERED);
+  uint64_t dead_at = sim.now;
+  for (int i = 0; i < 2; i++) {
+    sim.link[i].blackout_start = dead_at;
+    sim.link[i].blackout_end = UDX_NEVER;
+  }
+  CHECK(sim_run(&sim, sim_done_closed, p.a, 60 * UDX_US_PER_S));
+  CHECK_EQ(sim_app(p.a)->close_status, UV_ETIMEDOUT);
+  CHECK(sim.now - dead_at <= (uint64_t) (UDX_DEFAULT_TIMEOUT + 1000) * UDX_US_PER_MS);
+  sim_destroy(&sim);
+}
+
 // A slow reader: the read limit bounds what is held (limit + one packet),
 // the transfer completes intact.
 static void
@@ -337,6 +363,7 @@ static const test_case_t cases[] = {
     {"rack_fast_recovery", test_rack_fast_recovery},
     {"tlp", test_tlp},
     {"zero_window", test_zero_window},
+    {"zero_window_dead_peer", test_zero_window_dead_peer},
     {"slow_reader", test_slow_reader},
     {"read_limit_hostile_sender", test_read_limit_hostile_sender},
     {"sack_validation", test_sack_validation},
