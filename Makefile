@@ -42,6 +42,11 @@ fuzz: build
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: crashes in:$$failed"; exit 1; fi
 
+# Every suite (C and Lua) under ASan + UBSan in a separate build directory.
+BUILD_ASAN ?= build-asan
+test-asan: deps node-deps
+	@JOBS=$(JOBS) tools/test-asan $(BUILD_ASAN)
+
 install: build
 	cmake --install $(BUILD)
 
