@@ -47,6 +47,12 @@ BUILD_ASAN ?= build-asan
 test-asan: deps node-deps
 	@JOBS=$(JOBS) tools/test-asan $(BUILD_ASAN)
 
+# Transfers under random seeded faults for SOAK_SECONDS; fails on any loss.
+SOAK_SECONDS ?= 600
+SOAK_SEED ?= 1
+soak: build
+	@tools/soak $(BUILD) $(SOAK_SECONDS) $(SOAK_SEED)
+
 install: build
 	cmake --install $(BUILD)
 
