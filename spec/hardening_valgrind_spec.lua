@@ -16,6 +16,10 @@ describe("valgrind", function()
     pending("valgrind is not installed")
     return
   end
+  if os.getenv("LUDX_SANITIZED") then
+    pending("valgrind cannot run an ASan build (make test covers it)")
+    return
+  end
   it("a 1 MiB transfer with 2% loss: no memory errors, every heap block freed", run(function()
     local process = require "ludx.process"
     local p = assert(process.spawn("valgrind", {
