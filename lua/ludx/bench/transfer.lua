@@ -76,7 +76,10 @@ function End:send(obj)
   self.p:write(json.encode(obj) .. "\n")
 end
 
+-- An end exits by itself after its done line; give it a moment (a profiler
+-- wrapped around it must write its data) before it is killed.
 function End:close()
+  self.p:wait(5000)
   self.p:close()
 end
 
