@@ -104,4 +104,7 @@ ludx_bind_testdata (lua_State *L);
 void
 ludx_bind_crypto (lua_State *L);
 
+void
+ludx_bind_tcp (lua_State *L);
+
 #endif
