@@ -107,4 +107,7 @@ ludx_bind_crypto (lua_State *L);
 void
 ludx_bind_tcp (lua_State *L);
 
+void
+ludx_bind_fs (lua_State *L);
+
 #endif
