@@ -95,4 +95,10 @@ ludx_bind_line (lua_State *L);
 void
 ludx_bind_dns (lua_State *L);
 
+void
+ludx_bind_udx (lua_State *L);
+
+void
+ludx_bind_testdata (lua_State *L);
+
 #endif

@@ -411,23 +411,20 @@ end
 local handlers = {}
 local objects = {}
 local next_ref = 0
-local free_refs = {}
 
+-- Refs are not reused while they could still be in flight: an event that
+-- arrives after its object let go (a late exit, a close) must not reach a
+-- newer object. They wrap after 2^32 - 1, skipping those still in use.
 function M.ref(obj)
-  local r = table.remove(free_refs)
-  if not r then
-    next_ref = next_ref + 1
-    r = next_ref
-  end
-  objects[r] = obj
-  return r
+  repeat
+    next_ref = next_ref % 0xFFFFFFFF + 1
+  until objects[next_ref] == nil
+  objects[next_ref] = obj
+  return next_ref
 end
 
 function M.unref(r)
-  if r and objects[r] ~= nil then
-    objects[r] = nil
-    free_refs[#free_refs + 1] = r
-  end
+  if r then objects[r] = nil end
 end
 
 function M.object(r)

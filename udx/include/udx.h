@@ -1,7 +1,410 @@
 #ifndef UDX_H
 #define UDX_H
 
+// UDX: reliable, congestion-controlled streams over UDP, wire-compatible with
+// libudx / udx-native 1.21. Objects are opaque; the library allocates them and
+// releases them itself after the last callback (on_finalize for streams,
+// on_close for sockets, the udx_close callback for the instance).
+//
+// Every function returns 0 (or a documented positive value) on success and a
+// negative libuv error code (UV_EINVAL, UV_EBUSY, ...) on failure.
+//
+// Callbacks run inside the library's own processing. From inside any callback
+// a C user may call udx_stream_write/_write_end/_read/_read_peek/_read_consume/
+// _send/_destroy and the setters: writes are queued and sent at the end of the
+// current processing step; destroy marks the stream and its on_close and
+// on_finalize are delivered later, never while the library still uses it.
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#define UDX_HEADER_SIZE 20
+#define UDX_MTU_BASE    1200
+#define UDX_MTU_MAX     1500
+
+// Header type flags (byte 2 of every UDX datagram).
+#define UDX_HEADER_DATA      0x01
+#define UDX_HEADER_END       0x02
+#define UDX_HEADER_SACK      0x04
+#define UDX_HEADER_MESSAGE   0x08
+#define UDX_HEADER_DESTROY   0x10
+#define UDX_HEADER_HEARTBEAT 0x20
+
+#define UDX_BBR_STATE_STARTUP   0
+#define UDX_BBR_STATE_DRAIN     1
+#define UDX_BBR_STATE_PROBE_BW  2
+#define UDX_BBR_STATE_PROBE_RTT 3
+
+// udx_socket_bind flags
+#define UDX_SOCKET_IPV6ONLY  0x01
+#define UDX_SOCKET_REUSEADDR 0x02
+
+typedef struct udx_s udx_t;
+typedef struct udx_socket_s udx_socket_t;
+typedef struct udx_stream_s udx_stream_t;
+
+// ---------------------------------------------------------------------------
+// Statistics. Plain versioned structs the library keeps current: read the
+// fields at any time without a call (FFI-friendly). New fields are only ever
+// appended, and `version` is bumped when they are.
+
+#define UDX_SOCKET_STATS_VERSION 1
+
+typedef struct udx_socket_stats_s {
+  uint32_t version;
+  uint32_t _reserved;
+  uint64_t bytes_rx;
+  uint64_t bytes_tx;
+  uint64_t packets_rx;          // datagrams received
+  uint64_t packets_tx;          // datagrams handed to the kernel
+  uint64_t malformed;           // UDX-looking datagrams dropped as malformed
+  uint64_t raw_rx;              // non-UDX datagrams delivered (or dropped if not receiving)
+  uint64_t raw_dropped;         // non-UDX datagrams dropped (recv not started)
+  uint64_t truncated;           // datagrams larger than the receive buffer
+  uint64_t send_batches;        // sendmmsg calls (or equivalents)
+  uint64_t recv_batches;        // recvmmsg calls (or equivalents)
+  uint64_t send_eagain;         // times the socket was full (waited for writable)
+  uint64_t send_err_netunreach; // ENETUNREACH
+  uint64_t send_err_hostunreach;
+  uint64_t send_err_connrefused;
+  uint64_t send_err_perm;    // EPERM / EACCES (firewall)
+  uint64_t send_err_msgsize; // EMSGSIZE (MTU probe too large for the path)
+  uint64_t send_err_nobufs;
+  uint64_t send_err_other;
+  uint64_t fault_dropped; // datagrams dropped by fault injection
+} udx_socket_stats_t;
+
+#define UDX_STREAM_STATS_VERSION 1
+
+typedef struct udx_stream_stats_s {
+  uint32_t version;
+  uint32_t mtu; // current path MTU (IP packet size)
+  uint32_t max_payload;
+  uint32_t bbr_state; // UDX_BBR_STATE_*
+  uint32_t rtt_us;    // smoothed RTT (srtt), 0 before the first sample
+  uint32_t rttvar_us;
+  uint32_t rto_us;
+  uint32_t min_rtt_us;  // BBR min_rtt
+  uint32_t cwnd;        // packets
+  uint32_t inflight;    // packets
+  uint32_t send_rwnd;   // bytes, the peer's advertised window
+  uint32_t recv_rwnd;   // bytes, what we advertise
+  uint64_t pacing_rate; // bytes/s
+  uint64_t bbr_bw;      // bytes/s (max-filtered delivery rate)
+  uint64_t bytes_sent;  // UDX datagram bytes (headers included), retransmits included
+  uint64_t bytes_received;
+  uint64_t packets_sent;
+  uint64_t packets_received;
+  uint64_t retransmits;
+  uint64_t rto_count;
+  uint64_t fast_recoveries;
+  uint64_t tlp_count;
+  uint64_t dropped_sacks; // SACK ranges rejected as invalid
+  uint64_t malformed;     // packets for this stream dropped as malformed
+  uint64_t dropped_rwnd;  // DATA dropped because the read-buffer limit was reached
+  uint64_t write_queued;  // bytes written but not yet acked
+  uint64_t read_buffered; // in-order bytes waiting for udx_stream_read
+  uint64_t delivered;     // packets delivered to the peer (acked)
+  uint64_t lost;          // packets declared lost
+  uint64_t zwp_count;     // zero-window probes sent
+} udx_stream_stats_t;
+
+// ---------------------------------------------------------------------------
+// Fault injection (testing and path emulation). Decisions come from a PRNG
+// seeded with `seed`, so a run is reproducible. Applies to datagrams a socket
+// sends and/or receives (direction), either for the whole instance or for one
+// stream's datagrams.
+
+#define UDX_FAULT_TX 0x01
+#define UDX_FAULT_RX 0x02
+
+typedef struct udx_fault_s {
+  uint64_t seed;
+  uint32_t direction;         // UDX_FAULT_TX | UDX_FAULT_RX
+  double loss;                // probability a datagram is dropped
+  double duplicate;           // probability a datagram is delivered twice
+  double reorder;             // probability a datagram is held back ...
+  uint32_t reorder_us;        // ... for this long (0 = until the next datagram)
+  double corrupt;             // probability one random byte is flipped
+  double send_error;          // TX only: probability the send fails with send_errno
+  int send_errno;             // a UV_E* code, e.g. UV_ENETUNREACH
+  uint64_t blackout_start_ms; // relative to when the fault was set
+  uint64_t blackout_ms;       // drop everything in [start, start+len)
+} udx_fault_t;
+
+// ---------------------------------------------------------------------------
+// Instance
+
+typedef void (*udx_close_cb)(udx_t *udx);
+
+int
+udx_init (uv_loop_t *loop, udx_t **out);
+
+void
+udx_set_data (udx_t *udx, void *data);
+
+void *
+udx_get_data (udx_t *udx);
+
+uv_loop_t *
+udx_get_loop (udx_t *udx);
+
+// UV_EBUSY while sockets or streams are alive. Otherwise the instance closes;
+// cb (may be NULL) runs from the loop, after which the memory is released.
+int
+udx_close (udx_t *udx, udx_close_cb cb);
+
+// Fault injection for every datagram of this instance (NULL clears).
+int
+udx_set_fault (udx_t *udx, const udx_fault_t *fault);
+
+// ---------------------------------------------------------------------------
+// Socket: one UDP fd. Many streams share it (looked up by id); datagrams that
+// are not UDX (or for an unknown id) go to the recv callback.
+
+typedef void (*udx_socket_close_cb)(udx_socket_t *socket);
+typedef void (*udx_socket_recv_cb)(udx_socket_t *socket, const uint8_t *buf, size_t len, const struct sockaddr *from);
+
+int
+udx_socket_init (udx_t *udx, udx_socket_t **out, udx_socket_close_cb on_close, void *data);
+
+void
+udx_socket_set_data (udx_socket_t *socket, void *data);
+
+void *
+udx_socket_get_data (udx_socket_t *socket);
+
+// IPv4, IPv6 (dual stack unless UDX_SOCKET_IPV6ONLY), port 0 = any. Sets TTL
+// 64, SO_SNDBUF 212992, SO_RCVBUF 1 MiB (stepping down), don't-fragment.
+int
+udx_socket_bind (udx_socket_t *socket, const struct sockaddr *addr, unsigned flags);
+
+int
+udx_socket_getsockname (udx_socket_t *socket, struct sockaddr_storage *out);
+
+// Non-UDX datagrams are dropped (and counted) until recv_start.
+int
+udx_socket_recv_start (udx_socket_t *socket, udx_socket_recv_cb cb);
+
+int
+udx_socket_recv_stop (udx_socket_t *socket);
+
+// A raw datagram: best effort, sent now (or when the socket is writable).
+// ttl 0 = the socket's TTL, else 1..255. An IPv4 destination on an IPv6
+// socket is mapped. UV_EINVAL on bad arguments; transient send errors are
+// counted in the stats, not returned.
+int
+udx_socket_send (udx_socket_t *socket, const void *buf, size_t len, const struct sockaddr *to, int ttl);
+
+int
+udx_socket_set_ttl (udx_socket_t *socket, int ttl);
+
+int
+udx_socket_get_ttl (udx_socket_t *socket, int *ttl);
+
+int
+udx_socket_get_send_buffer_size (udx_socket_t *socket, int *size);
+
+int
+udx_socket_set_send_buffer_size (udx_socket_t *socket, int size);
+
+int
+udx_socket_get_recv_buffer_size (udx_socket_t *socket, int *size);
+
+int
+udx_socket_set_recv_buffer_size (udx_socket_t *socket, int size);
+
+// UV_EBUSY while streams are connected to (or relaying through) the socket:
+// destroy or finish them first. Otherwise on_close runs later from the loop,
+// after which the memory is released.
+int
+udx_socket_close (udx_socket_t *socket);
+
+const udx_socket_stats_t *
+udx_socket_stats (udx_socket_t *socket);
+
+// Fault injection for this socket only (NULL clears). Combined with udx_set_fault.
+int
+udx_socket_set_fault (udx_socket_t *socket, const udx_fault_t *fault);
+
+// ---------------------------------------------------------------------------
+// Stream
+
+typedef struct udx_stream_callbacks_s {
+  // In-order bytes (or EOF) became available. Edge-triggered: once when the
+  // read buffer goes from empty to non-empty, and once when EOF is reached.
+  // Read until udx_stream_read returns 0 or UV_EOF.
+  void (*on_readable)(udx_stream_t *stream);
+  // The write queue fell below the high-water mark after a write returned 0.
+  void (*on_drain)(udx_stream_t *stream);
+  // Everything written before udx_stream_flush was acked (once per flush).
+  void (*on_flush)(udx_stream_t *stream);
+  // Our END was acked.
+  void (*on_finish)(udx_stream_t *stream);
+  // A MESSAGE datagram arrived.
+  void (*on_message)(udx_stream_t *stream, const uint8_t *buf, size_t len);
+  // The stream closed: 0, UV_ETIMEDOUT, UV_ECONNRESET, UV_ECANCELED ...
+  // After this no callback but on_finalize runs.
+  void (*on_close)(udx_stream_t *stream, int status);
+  // The last call; the stream's memory is released right after it returns.
+  void (*on_finalize)(udx_stream_t *stream);
+  // A packet for this stream came from an unknown source (another socket, or
+  // before connect). Return nonzero to drop it. NULL = accept everything.
+  int (*on_firewall)(udx_stream_t *stream, udx_socket_t *socket, const struct sockaddr *from);
+  // udx_stream_change_remote completed.
+  void (*on_remote_changed)(udx_stream_t *stream);
+} udx_stream_callbacks_t;
+
+// local_id must be unique within the udx instance (UV_EADDRINUSE otherwise).
+// callbacks is copied; any member may be NULL.
+int
+udx_stream_init (udx_t *udx, udx_stream_t **out, uint32_t local_id, const udx_stream_callbacks_t *callbacks, void *data);
+
+void
+udx_stream_set_data (udx_stream_t *stream, void *data);
+
+void *
+udx_stream_get_data (udx_stream_t *stream);
+
+uint32_t
+udx_stream_get_id (udx_stream_t *stream);
+
+uint32_t
+udx_stream_get_remote_id (udx_stream_t *stream);
+
+// UV_EISCONN if already connected, UV_EINVAL for port 0 / bad family / a
+// closed stream. The socket must be bound.
+int
+udx_stream_connect (udx_stream_t *stream, udx_socket_t *socket, uint32_t remote_id, const struct sockaddr *addr);
+
+int
+udx_stream_getpeername (udx_stream_t *stream, struct sockaddr_storage *out);
+
+// Copies len bytes into the send queue. Returns 1 below the high-water mark,
+// 0 at or above it (bytes ARE queued; wait for on_drain before writing more),
+// UV_EPIPE after write_end, UV_ENOTCONN on a closed stream. Writes before
+// connect are queued and sent on connect.
+int
+udx_stream_write (udx_stream_t *stream, const void *buf, size_t len);
+
+// Half-close: queues optional last bytes and END. on_finish once acked.
+int
+udx_stream_write_end (udx_stream_t *stream, const void *buf, size_t len);
+
+// Asks for one on_flush when every byte written so far is acked. Returns 1
+// (and no callback) if nothing is outstanding.
+int
+udx_stream_flush (udx_stream_t *stream);
+
+// Pulls in-order bytes: n > 0 bytes copied, 0 = nothing now, UV_EOF once the
+// remote END was reached and everything was read.
+ssize_t
+udx_stream_read (udx_stream_t *stream, void *buf, size_t max);
+
+// Zero-copy view of the first contiguous run of readable bytes. Returns 0
+// with *len > 0, 0 with *len == 0 (nothing now) or UV_EOF. The view stays
+// valid until the next read/consume or until control returns to the loop.
+int
+udx_stream_read_peek (udx_stream_t *stream, const uint8_t **p, size_t *len);
+
+void
+udx_stream_read_consume (udx_stream_t *stream, size_t n);
+
+size_t
+udx_stream_readable_bytes (udx_stream_t *stream);
+
+// Sends a MESSAGE datagram: unreliable, unordered, not congestion controlled.
+// UV_EMSGSIZE if it cannot fit one datagram (2028 bytes payload max).
+int
+udx_stream_send (udx_stream_t *stream, const void *buf, size_t len);
+
+// Abortive close. Sends DESTROY if connected (the remote closes with
+// UV_ECONNRESET). This side's on_close gets status 0. Returns 1 if a DESTROY
+// was sent, 0 otherwise. Safe to call twice.
+int
+udx_stream_destroy (udx_stream_t *stream);
+
+// Sequence numbers; set before connect (both sides must agree).
+int
+udx_stream_set_seq (udx_stream_t *stream, uint32_t seq);
+
+uint32_t
+udx_stream_get_seq (udx_stream_t *stream);
+
+int
+udx_stream_set_ack (udx_stream_t *stream, uint32_t ack);
+
+uint32_t
+udx_stream_get_ack (udx_stream_t *stream);
+
+// Bound on bytes held for a slow reader (in order + out of order). The
+// advertised window is the room left; data beyond it is dropped unacked, so
+// the stream holds at most limit + one packet. 0 = unlimited (libudx
+// behaviour: the window is advisory, rwnd_max minus unread bytes).
+int
+udx_stream_set_read_buffer_limit (udx_stream_t *stream, size_t bytes);
+
+// Maximum advertised receive window, bytes (default 4 MiB).
+int
+udx_stream_set_rwnd_max (udx_stream_t *stream, uint32_t bytes);
+
+uint32_t
+udx_stream_get_rwnd_max (udx_stream_t *stream);
+
+// HEARTBEAT every ms while idle (0 = off). Once the peer has answered a
+// heartbeat, silence longer than the timeout closes with UV_ETIMEDOUT.
+int
+udx_stream_set_keepalive (udx_stream_t *stream, uint32_t ms);
+
+// Give up (close with UV_ETIMEDOUT) after this long without progress while
+// data is outstanding. Default 13000 ms, as libudx's 13 RTO at the 1 s floor.
+int
+udx_stream_set_timeout (udx_stream_t *stream, uint32_t ms);
+
+// Forward every datagram for this stream to dst's remote, rewriting only the
+// id. UV_EINVAL if either stream is closed.
+int
+udx_stream_relay_to (udx_stream_t *stream, udx_stream_t *dst);
+
+// Move the stream to another socket / remote id / address. New packets go
+// there at once; on_remote_changed fires once everything sent before the
+// change is acked (never from inside this call).
+int
+udx_stream_change_remote (udx_stream_t *stream, udx_socket_t *socket, uint32_t remote_id, const struct sockaddr *addr);
+
+const udx_stream_stats_t *
+udx_stream_stats (udx_stream_t *stream);
+
+// Calls cb with a stats sample every interval_ms (0 = off), for plots.
+typedef void (*udx_stream_trace_cb)(udx_stream_t *stream, uint64_t now_us, const udx_stream_stats_t *stats);
+
+int
+udx_stream_set_trace (udx_stream_t *stream, uint32_t interval_ms, udx_stream_trace_cb cb);
+
+// Fault injection for this stream's datagrams (NULL clears).
+int
+udx_stream_set_fault (udx_stream_t *stream, const udx_fault_t *fault);
+
+// Acknowledgement policy. UDX_ACK_EACH (default, like libudx): one ACK per
+// DATA/END packet. UDX_ACK_BATCH: one ACK per receive batch, sent at once for
+// a gap, a duplicate or END.
+#define UDX_ACK_EACH  0
+#define UDX_ACK_BATCH 1
+
+int
+udx_stream_set_ack_policy (udx_stream_t *stream, int policy);
+
 const char *
 udx_version_string (void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

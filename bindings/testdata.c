@@ -1,0 +1,143 @@
+// Test and benchmark data: the xorshift32 byte stream the Node peers use
+// (spec/interop/README.md), and incremental BLAKE2b-512 of what goes by.
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+
+#define HASHER_MT "ludx.hasher"
+#define GEN_MT    "ludx.datagen"
+
+typedef struct {
+  uint32_t x;
+  uint8_t pending[4]; // bytes of the current word not yet handed out
+  int npending;
+} datagen_t;
+
+static uint32_t
+next_word (datagen_t *g) {
+  uint32_t x = g->x;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  g->x = x;
+  return x;
+}
+
+static void
+fill (datagen_t *g, uint8_t *out, size_t n) {
+  size_t i = 0;
+  while (i < n && g->npending > 0) {
+    out[i++] = g->pending[4 - g->npending];
+    g->npending--;
+  }
+  for (; i + 4 <= n; i += 4) {
+    uint32_t w = next_word(g); // little-endian words
+    out[i] = (uint8_t) w;
+    out[i + 1] = (uint8_t) (w >> 8);
+    out[i + 2] = (uint8_t) (w >> 16);
+    out[i + 3] = (uint8_t) (w >> 24);
+  }
+  if (i < n) {
+    uint32_t w = next_word(g);
+    for (int k = 0; k < 4; k++)
+      g->pending[k] = (uint8_t) (w >> (8 * k));
+    g->npending = 4;
+    while (i < n) {
+      out[i++] = g->pending[4 - g->npending];
+      g->npending--;
+    }
+  }
+}
+
+// core.datagen(seed) -> generator with :next(n) -> n bytes
+static int
+l_datagen (lua_State *L) {
+  uint32_t seed = (uint32_t) ludx_opt_integer(L, 1, "seed", 1, 0, UINT32_MAX);
+  datagen_t *g = lua_newuserdata(L, sizeof(*g));
+  memset(g, 0, sizeof(*g));
+  g->x = seed ? seed : 0x9e3779b9;
+  luaL_getmetatable(L, GEN_MT);
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+static int
+l_gen_next (lua_State *L) {
+  datagen_t *g = luaL_checkudata(L, 1, GEN_MT);
+  size_t n = (size_t) ludx_check_integer(L, 2, "n", 0, (lua_Integer) 1 << 31);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (buf == NULL)
+    return ludx_push_uv_error(L, UV_ENOMEM);
+  fill(g, buf, n);
+  lua_pushlstring(L, (const char *) buf, n);
+  free(buf);
+  return 1;
+}
+
+typedef struct {
+  crypto_generichash_state st;
+  size_t outlen;
+  int done;
+  double bytes;
+} hasher_t;
+
+// core.hasher([outlen = 64]) -> incremental BLAKE2b
+static int
+l_hasher (lua_State *L) {
+  size_t outlen = (size_t) ludx_opt_integer(L, 1, "outlen", 64, crypto_generichash_BYTES_MIN, crypto_generichash_BYTES_MAX);
+  hasher_t *h = lua_newuserdata(L, sizeof(*h));
+  memset(h, 0, sizeof(*h));
+  h->outlen = outlen;
+  if (sodium_init() < 0 || crypto_generichash_init(&h->st, NULL, 0, outlen) != 0)
+    return luaL_error(L, "hasher: libsodium failed");
+  luaL_getmetatable(L, HASHER_MT);
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+static int
+l_hasher_update (lua_State *L) {
+  hasher_t *h = luaL_checkudata(L, 1, HASHER_MT);
+  size_t len;
+  const char *s = ludx_check_lstring(L, 2, "data", &len);
+  if (h->done)
+    return luaL_error(L, "hasher: update after digest");
+  crypto_generichash_update(&h->st, (const unsigned char *) s, len);
+  h->bytes += (double) len;
+  lua_settop(L, 1);
+  return 1;
+}
+
+// h:hex() -> digest in hex (the hasher is finished)
+static int
+l_hasher_hex (lua_State *L) {
+  hasher_t *h = luaL_checkudata(L, 1, HASHER_MT);
+  if (h->done)
+    return luaL_error(L, "hasher: digest already taken");
+  unsigned char out[crypto_generichash_BYTES_MAX];
+  char hex[2 * crypto_generichash_BYTES_MAX + 1];
+  crypto_generichash_final(&h->st, out, h->outlen);
+  h->done = 1;
+  sodium_bin2hex(hex, sizeof(hex), out, h->outlen);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
+static int
+l_hasher_bytes (lua_State *L) {
+  hasher_t *h = luaL_checkudata(L, 1, HASHER_MT);
+  lua_pushnumber(L, h->bytes);
+  return 1;
+}
+
+void
+ludx_bind_testdata (lua_State *L) {
+  static const luaL_Reg gen_methods[] = {{"next", l_gen_next}, {NULL, NULL}};
+  ludx_new_class(L, GEN_MT, gen_methods);
+  static const luaL_Reg hasher_methods[] = {{"update", l_hasher_update}, {"hex", l_hasher_hex}, {"bytes", l_hasher_bytes}, {NULL, NULL}};
+  ludx_new_class(L, HASHER_MT, hasher_methods);
+  static const luaL_Reg funcs[] = {{"datagen", l_datagen}, {"hasher", l_hasher}, {NULL, NULL}};
+  ludx_set_funcs(L, funcs);
+}

@@ -1,0 +1,501 @@
+-- UDX sockets and streams as task-friendly objects.
+--
+--   local sock = assert(udx.bind("127.0.0.1", 0))
+--   local s = assert(udx.stream(1))
+--   assert(s:connect(sock, 2, port, "127.0.0.1"))
+--   assert(s:write(data))          -- waits only above the high-water mark
+--   assert(s:finish())             -- END; returns once the remote acked it
+--   local chunk = s:read()         -- all in-order bytes available; nil at EOF
+--
+-- Errors are nil, message, code (ETIMEDOUT, ECONNRESET, EBUSY, ...). Every
+-- call that waits takes a timeout in ms. One reader and one writer per stream
+-- at a time.
+local ludx = require "ludx"
+local ffi = require "ffi"
+
+local core = ludx.core
+local EV = core.EV
+
+local M = {}
+
+-- The stats struct is read through the FFI without a call; its layout is
+-- checked against the C one field by field.
+do
+  local ok = pcall(ffi.typeof, "udx_stream_stats_t")
+  if not ok then ffi.cdef(core.UDX_STATS_CDEF) end
+  for name, off in pairs(core.UDX_STATS_OFFSETS) do
+    if name == "__size" then
+      assert(ffi.sizeof("udx_stream_stats_t") == off, "udx stats struct size differs between C and Lua")
+    else
+      assert(ffi.offsetof("udx_stream_stats_t", name) == off, "udx stats field " .. name .. " differs between C and Lua")
+    end
+  end
+end
+local stats_pp = ffi.typeof("const udx_stream_stats_t **")
+
+local BBR_STATES = { [0] = "startup", "drain", "probe_bw", "probe_rtt" }
+
+local function bad_arg(name, fname, expected, got)
+  error(string.format("bad argument '%s' to '%s' (%s expected, got %s)", name, fname, expected, got), ludx.user_level())
+end
+
+local function check_id(v, name, fname)
+  if type(v) ~= "number" or v < 0 or v > 0xFFFFFFFF or v % 1 ~= 0 then
+    bad_arg(name, fname, "integer 0..2^32-1", type(v) == "number" and tostring(v) or type(v))
+  end
+end
+
+-- Reads (timeout) or (max, timeout) or ({max=, timeout=}).
+local function read_args(a, b, fname)
+  local max, timeout = nil, nil
+  if type(a) == "table" then
+    max, timeout = a.max, a.timeout
+  else
+    max, timeout = a, b
+  end
+  if max ~= nil and (type(max) ~= "number" or max < 1 or max % 1 ~= 0) then
+    bad_arg("max", fname, "positive integer", tostring(max))
+  end
+  return max, ludx.check_timeout(timeout, fname)
+end
+
+local function timeout_arg(t, fname)
+  if type(t) == "table" then t = t.timeout end
+  return ludx.check_timeout(t, fname)
+end
+
+---------------------------------------------------------------------------
+-- Sockets
+
+local Socket = {}
+Socket.__index = Socket
+
+--- Binds a UDP socket. host "0.0.0.0", "::" (dual stack), "127.0.0.1"...;
+-- port 0 picks one. opts.ipv6only.
+function M.bind(host, port, opts)
+  if host == nil then host = "0.0.0.0" end
+  if port == nil then port = 0 end
+  if type(host) ~= "string" then bad_arg("host", "bind", "string", type(host)) end
+  if type(port) ~= "number" or port < 0 or port > 65535 or port % 1 ~= 0 then bad_arg("port", "bind", "port number 0..65535", tostring(port)) end
+  local self = setmetatable({ waiters = ludx.waiters(), closed = false }, Socket)
+  self.ref = ludx.ref(self)
+  local h, msg, code = core.udx_bind(host, port, self.ref, opts and opts.ipv6only)
+  if not h then
+    ludx.unref(self.ref)
+    return nil, msg, code
+  end
+  self.h = h
+  ludx.track(self)
+  return self
+end
+
+function Socket:address()
+  if self.closed then return nil, "socket is closed", "EBADF" end
+  return self.h:address()
+end
+
+--- Sends one raw datagram. ttl is optional (1..255).
+function Socket:send(data, port, host, ttl)
+  if type(data) ~= "string" then bad_arg("data", "send", "string", type(data)) end
+  if self.closed then return nil, "socket is closed", "EBADF" end
+  return self.h:send(data, port, host or "127.0.0.1", ttl)
+end
+
+--- The next raw (non-UDX) datagram: data, host, port, family.
+function Socket:recv(timeout)
+  ludx.check_timeout(timeout, "recv")
+  while true do
+    if self.closed then return nil, "socket is closed", "EBADF" end
+    local data, host, port, family = self.h:take()
+    if data then return data, host, port, family end
+    local ok, msg, code = self.waiters:wait("socket recv", timeout, "recv")
+    if ok == nil and code then return nil, msg, code end
+  end
+end
+
+--- Closes the socket now, or as soon as the streams using it are gone.
+function Socket:close()
+  if self.closed then return true end
+  self.closed = true
+  ludx.untrack(self)
+  local ok = self.h:close()
+  self.waiters:wake_all(nil, "socket is closed", "EBADF")
+  return ok
+end
+
+function Socket:stats()
+  if self.closed then return nil, "socket is closed", "EBADF" end
+  return self.h:stats()
+end
+
+function Socket:set_fault(f)
+  return self.h:set_fault(f)
+end
+
+function Socket:buffer_sizes()
+  return self.h:buffer_sizes()
+end
+
+ludx.on_event(EV.UDX_SOCKET_RECV, function(sock)
+  sock.waiters:wake_all(true)
+end)
+
+ludx.on_event(EV.UDX_SOCKET_CLOSE, function(sock)
+  sock.closed = true
+  sock.waiters:wake_all(nil, "socket is closed", "EBADF")
+  ludx.unref(sock.ref)
+end)
+
+--- Fault injection for every datagram (nil clears): {seed=, loss=,
+-- duplicate=, reorder=, reorder_us=, corrupt=, send_error=, send_errno=,
+-- blackout_start_ms=, blackout_ms=, direction="tx"|"rx"|"both"}.
+function M.set_fault(f)
+  return core.udx_set_fault(f)
+end
+
+---------------------------------------------------------------------------
+-- Streams
+
+local Stream = {}
+Stream.__index = Stream
+
+--- A stream with a local id. opts: seq, read_buffer_limit (bytes),
+-- rwnd_max, keepalive (ms), timeout (give-up ms), firewall ("accept",
+-- "drop"), ack_policy ("each" or "batch").
+function M.stream(id, opts)
+  check_id(id, "id", "stream")
+  if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", "stream", "table", type(opts)) end
+  opts = opts or {}
+  local self = setmetatable({
+    id = id,
+    readers = ludx.waiters(),
+    writers = ludx.waiters(),
+    finishers = ludx.waiters(),
+    flushers = ludx.waiters(),
+    messages = ludx.waiters(),
+    events = ludx.waiters(),
+    closed = false,
+  }, Stream)
+  self.ref = ludx.ref(self)
+  local h, msg, code = core.udx_stream(id, self.ref)
+  if not h then
+    ludx.unref(self.ref)
+    return nil, msg, code
+  end
+  self.h = h
+  self.statsp = ffi.cast(stats_pp, h:stats_ref())
+  ludx.track(self)
+  if opts.seq then h:set_seq(opts.seq) end
+  if opts.read_buffer_limit then h:set_read_buffer_limit(opts.read_buffer_limit) end
+  if opts.rwnd_max then h:set_rwnd_max(opts.rwnd_max) end
+  if opts.keepalive then h:set_keepalive(opts.keepalive) end
+  if opts.timeout then h:set_timeout(opts.timeout) end
+  if opts.firewall then h:firewall(opts.firewall) end
+  if opts.ack_policy then
+    if opts.ack_policy ~= "each" and opts.ack_policy ~= "batch" then bad_arg("ack_policy", "stream", "'each' or 'batch'", tostring(opts.ack_policy)) end
+    h:set_ack_policy(opts.ack_policy == "batch" and 1 or 0)
+  end
+  return self
+end
+
+-- nil, msg, code for a stream that closed with an error (or was closed).
+local function close_error(self)
+  if self.err_code then return nil, self.err_msg, self.err_code end
+  return nil, "stream is closed", "EPIPE"
+end
+
+--- Connects to the remote stream remote_id at host:port over sock.
+-- opts.ack sets the first expected sequence number.
+function Stream:connect(sock, remote_id, port, host, opts)
+  if getmetatable(sock) ~= Socket then bad_arg("sock", "connect", "udx socket", type(sock)) end
+  check_id(remote_id, "remote_id", "connect")
+  if type(port) ~= "number" then bad_arg("port", "connect", "number", type(port)) end
+  if host == nil then host = "127.0.0.1" end
+  if type(host) ~= "string" then bad_arg("host", "connect", "string", type(host)) end
+  if self.closed then return close_error(self) end
+  if opts and opts.ack then self.h:set_ack(opts.ack) end
+  local ok, msg, code = self.h:connect(sock.h, remote_id, port, host)
+  if not ok then return nil, msg, code end
+  self.socket = sock
+  self.remote_id = remote_id
+  return true
+end
+
+--- Queues data; waits only while the queue is above the high-water mark.
+-- On timeout the data stays queued and nil, "timed out", "ETIMEDOUT" returns.
+function Stream:write(data, timeout)
+  if type(data) ~= "string" then bad_arg("data", "write", "string", type(data)) end
+  timeout = timeout_arg(timeout, "write")
+  if self.writing then return nil, "busy writing", "EBUSY" end
+  if self.closed then return close_error(self) end
+  local r, msg, code = self.h:write(data)
+  if r == nil then return nil, msg, code end
+  if r == 0 then
+    self.writing = true
+    local ok, m, c = self.writers:wait("write drain", timeout, "write")
+    self.writing = false
+    if ok == nil then return nil, m, c end
+  end
+  return true
+end
+
+--- Ends our half (UDX END) after the bytes written so far, and returns once
+-- the remote acknowledged it.
+function Stream:finish(timeout)
+  timeout = timeout_arg(timeout, "finish")
+  if self.finished then return true end
+  if self.closed then return close_error(self) end
+  if not self.ending then
+    local r, msg, code = self.h:write_end()
+    if r == nil then return nil, msg, code end
+    self.ending = true
+  end
+  while not self.finished do
+    if self.closed then return close_error(self) end
+    local ok, m, c = self.finishers:wait("finish", timeout, "finish")
+    if ok == nil then return nil, m, c end
+  end
+  return true
+end
+
+--- Waits until every byte written so far is acknowledged.
+function Stream:flush(timeout)
+  timeout = timeout_arg(timeout, "flush")
+  if self.closed then return close_error(self) end
+  local r, msg, code = self.h:flush()
+  if r == nil then return nil, msg, code end
+  if r == 1 then return true end
+  local ok, m, c = self.flushers:wait("flush", timeout, "flush")
+  if ok == nil then return nil, m, c end
+  return true
+end
+
+--- All in-order bytes available now (up to max), waiting for some if none;
+-- nil at EOF; nil, msg, code on error.
+function Stream:read(a, b)
+  local max, timeout = read_args(a, b, "read")
+  if self.reading then return nil, "busy reading", "EBUSY" end
+  while true do
+    local data = self.h:take(max)
+    if data then return data end
+    if data == nil then
+      -- EOF, or a stream closed with an error before its end
+      if self.err_code then return nil, self.err_msg, self.err_code end
+      return nil
+    end
+    if self.closed then
+      if self.err_code then return nil, self.err_msg, self.err_code end
+      return nil
+    end
+    self.reading = true
+    local ok, m, c = self.readers:wait("read", timeout, "read")
+    self.reading = false
+    if ok == nil and c then return nil, m, c end
+  end
+end
+
+--- Sends one MESSAGE datagram (unreliable, unordered).
+function Stream:send(msg)
+  if type(msg) ~= "string" then bad_arg("msg", "send", "string", type(msg)) end
+  if self.closed then return close_error(self) end
+  return self.h:send(msg)
+end
+
+--- The next MESSAGE datagram.
+function Stream:recv(timeout)
+  timeout = timeout_arg(timeout, "recv")
+  while true do
+    local m = self.h:take_message()
+    if m then return m end
+    if self.closed then return close_error(self) end
+    local ok, msg, code = self.messages:wait("message", timeout, "recv")
+    if ok == nil and code then return nil, msg, code end
+  end
+end
+
+--- Abortive close: the remote sees ECONNRESET. Waiting readers and writers
+-- get nil, "stream is closed", "ECANCELED".
+function Stream:close()
+  if self.closed then return true end
+  self.closing = true
+  if not self.err_code then
+    self.err_msg, self.err_code = "stream is closed", "ECANCELED"
+  end
+  self.h:destroy()
+  return true
+end
+
+function Stream:set_read_buffer_limit(bytes)
+  if type(bytes) ~= "number" or bytes < 0 then bad_arg("bytes", "set_read_buffer_limit", "non-negative number", tostring(bytes)) end
+  return self.h:set_read_buffer_limit(bytes)
+end
+
+function Stream:set_keepalive(ms)
+  return self.h:set_keepalive(ms)
+end
+
+function Stream:set_timeout(ms)
+  return self.h:set_timeout(ms)
+end
+
+function Stream:set_fault(f)
+  return self.h:set_fault(f)
+end
+
+--- Forwards every datagram for this stream to dst's remote (relay).
+function Stream:relay_to(dst)
+  if getmetatable(dst) ~= Stream then bad_arg("dst", "relay_to", "udx stream", type(dst)) end
+  return self.h:relay_to(dst.h)
+end
+
+--- Moves the stream to another socket/remote; waits until the change is
+-- complete (everything sent before it is acknowledged).
+function Stream:change_remote(sock, remote_id, port, host, timeout)
+  if getmetatable(sock) ~= Socket then bad_arg("sock", "change_remote", "udx socket", type(sock)) end
+  check_id(remote_id, "remote_id", "change_remote")
+  timeout = ludx.check_timeout(timeout, "change_remote")
+  self.remote_changed = false
+  local ok, msg, code = self.h:change_remote(sock.h, remote_id, port, host or "127.0.0.1")
+  if not ok then return nil, msg, code end
+  self.socket = sock
+  self.remote_id = remote_id
+  while not self.remote_changed do
+    if self.closed then return close_error(self) end
+    local r, m, c = self.events:wait("change_remote", timeout, "change_remote")
+    if r == nil and c then return nil, m, c end
+  end
+  return true
+end
+
+--- Firewall for packets from unknown sources: "accept", "drop", or
+-- "connect" (connect to remote_id at the first source, as hyperdht does).
+function Stream:firewall(mode, remote_id)
+  if mode == "connect" then check_id(remote_id, "remote_id", "firewall") end
+  return self.h:firewall(mode, remote_id)
+end
+
+--- Waits until the stream is connected (by connect or by the firewall).
+function Stream:wait_connected(timeout)
+  timeout = ludx.check_timeout(timeout, "wait_connected")
+  while not self.h:remote_address() do
+    if self.closed then return close_error(self) end
+    local r, m, c = self.events:wait("connect", timeout, "wait_connected")
+    if r == nil and c then return nil, m, c end
+  end
+  return true
+end
+
+function Stream:remote_address()
+  return self.h:remote_address()
+end
+
+--- Live counters: a table read from the C stats without copying.
+function Stream:stats()
+  local st = self.statsp[0]
+  return {
+    rtt_ms = st.rtt_us / 1000,
+    rttvar_ms = st.rttvar_us / 1000,
+    rto_ms = st.rto_us / 1000,
+    min_rtt_ms = st.min_rtt_us / 1000,
+    cwnd = st.cwnd,
+    inflight = st.inflight,
+    mtu = st.mtu,
+    max_payload = st.max_payload,
+    send_rwnd = st.send_rwnd,
+    recv_rwnd = st.recv_rwnd,
+    pacing_rate = tonumber(st.pacing_rate),
+    bbr_bw = tonumber(st.bbr_bw),
+    bbr_state = BBR_STATES[st.bbr_state] or st.bbr_state,
+    bytes_sent = tonumber(st.bytes_sent),
+    bytes_received = tonumber(st.bytes_received),
+    packets_sent = tonumber(st.packets_sent),
+    packets_received = tonumber(st.packets_received),
+    retransmits = tonumber(st.retransmits),
+    rto_count = tonumber(st.rto_count),
+    fast_recoveries = tonumber(st.fast_recoveries),
+    tlp_count = tonumber(st.tlp_count),
+    dropped_sacks = tonumber(st.dropped_sacks),
+    malformed = tonumber(st.malformed),
+    dropped_rwnd = tonumber(st.dropped_rwnd),
+    write_queued = tonumber(st.write_queued),
+    read_buffered = tonumber(st.read_buffered),
+    delivered = tonumber(st.delivered),
+    lost = tonumber(st.lost),
+    zwp_count = tonumber(st.zwp_count),
+  }
+end
+
+--- The raw stats struct (cdata), valid as long as the stream object.
+function Stream:stats_struct()
+  return self.statsp[0]
+end
+
+--- Samples stats every interval_ms for plots; take them with trace_take().
+function Stream:trace(interval_ms)
+  return self.h:trace(interval_ms)
+end
+
+function Stream:trace_take()
+  return self.h:trace_take()
+end
+
+ludx.on_event(EV.UDX_READABLE, function(s)
+  s.readers:wake_all(true)
+end)
+
+ludx.on_event(EV.UDX_DRAIN, function(s)
+  s.writers:wake_all(true)
+end)
+
+ludx.on_event(EV.UDX_FLUSH, function(s)
+  s.flushers:wake_all(true)
+end)
+
+ludx.on_event(EV.UDX_FINISH, function(s)
+  s.finished = true
+  s.finishers:wake_all(true)
+end)
+
+ludx.on_event(EV.UDX_MESSAGE, function(s)
+  s.messages:wake_all(true)
+end)
+
+ludx.on_event(EV.UDX_CLOSE, function(s, status)
+  s.closed = true
+  if status < 0 and not s.err_code then
+    s.err_msg, s.err_code = core.strerror(status)
+  end
+  local msg, code = s.err_msg or "stream is closed", s.err_code or "EPIPE"
+  -- readers first take what is buffered, then see the end or the error
+  s.readers:wake_all(true)
+  s.messages:wake_all(true)
+  s.writers:wake_all(nil, msg, code)
+  s.flushers:wake_all(nil, msg, code)
+  s.events:wake_all(true)
+  if not s.finished then s.finishers:wake_all(nil, msg, code) end
+end)
+
+ludx.on_event(EV.UDX_FINALIZE, function(s)
+  s.finalized = true
+  s.closed = true
+  ludx.untrack(s)
+  ludx.unref(s.ref)
+end)
+
+ludx.on_event(EV.UDX_FIREWALL, function(s)
+  s.events:wake_all(true)
+end)
+
+ludx.on_event(EV.UDX_REMOTE_CHANGED, function(s)
+  s.remote_changed = true
+  s.events:wake_all(true)
+end)
+
+ludx.on_event(EV.UDX_TRACE, function(s)
+  if s.on_trace then s.on_trace(s) end
+end)
+
+M.Stream = Stream
+M.Socket = Socket
+
+return M

@@ -1,0 +1,369 @@
+-- The UDX Lua API over real loopback sockets.
+local ludx = require "ludx"
+local udx = require "ludx.udx"
+local H = require "helper"
+local run = H.run
+
+-- Deterministic data: blocks of pseudo-random bytes, each tagged with its
+-- index, so loss, duplication or reordering of whole packets shows.
+local function make_data(size, seed)
+  local rng = seed or 1
+  local block = {}
+  for i = 1, 4096 do
+    rng = (rng * 1103515245 + 12345) % 2147483648
+    block[i] = string.char(rng % 256)
+  end
+  block = table.concat(block)
+  local parts = {}
+  local n = 0
+  local i = 0
+  while n < size do
+    local tag = string.format("%08x", i)
+    local piece = (tag .. block):sub(1, math.min(4096 + 8, size - n))
+    parts[#parts + 1] = piece
+    n = n + #piece
+    i = i + 1
+  end
+  return table.concat(parts)
+end
+
+local function pair(opts1, opts2)
+  local a = assert(udx.bind("127.0.0.1", 0))
+  local b = assert(udx.bind("127.0.0.1", 0))
+  local _, pa = a:address()
+  local _, pb = b:address()
+  local s1 = assert(udx.stream(opts1 and opts1.id or 1, opts1))
+  local s2 = assert(udx.stream(opts2 and opts2.id or 2, opts2))
+  assert(s1:connect(a, s2.id, pb, "127.0.0.1"))
+  assert(s2:connect(b, s1.id, pa, "127.0.0.1"))
+  return s1, s2, a, b
+end
+
+local function read_all(s, timeout)
+  local parts = {}
+  while true do
+    local chunk, msg, code = s:read(nil, timeout or 10000)
+    if not chunk then
+      if msg then return nil, msg, code, table.concat(parts) end
+      return table.concat(parts)
+    end
+    parts[#parts + 1] = chunk
+  end
+end
+
+describe("udx sockets", function()
+  it("bind IPv4, IPv6 and dual stack on port 0 and report their address", run(function()
+    local a = assert(udx.bind("127.0.0.1", 0))
+    local host, port, family = a:address()
+    assert.are.equal("127.0.0.1", host)
+    assert.is_true(port > 0)
+    assert.are.equal("IPv4", family)
+    local b = assert(udx.bind("::1", 0))
+    host, port, family = b:address()
+    assert.are.equal("::1", host)
+    assert.is_true(port > 0)
+    assert.are.equal("IPv6", family)
+    local c = assert(udx.bind("::", 0))
+    -- dual stack: an IPv4 sender reaches it
+    local _, pc = c:address()
+    assert(a:send("over v4", pc, "127.0.0.1"))
+    local data, from_host = c:recv(2000)
+    assert.are.equal("over v4", data)
+    assert.are.equal("127.0.0.1", from_host)
+    a:close()
+    b:close()
+    c:close()
+  end))
+
+  it("sends and receives raw datagrams, with a timeout on recv", run(function()
+    local a = assert(udx.bind("127.0.0.1", 0))
+    local b = assert(udx.bind("127.0.0.1", 0))
+    local _, pa = a:address()
+    local _, pb = b:address()
+    assert(a:send("ping", pb, "127.0.0.1"))
+    local data, host, port = b:recv(2000)
+    assert.are.equal("ping", data)
+    assert.are.equal("127.0.0.1", host)
+    assert.are.equal(pa, port)
+    assert(b:send("pong", port, host))
+    assert.are.equal("pong", (a:recv(2000)))
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { a:recv(10) })
+    -- a datagram that looks like UDX but names no stream is still raw
+    local fake = "\255\1\0\0" .. string.rep("\0", 16)
+    assert(a:send(fake, pb, "127.0.0.1"))
+    assert.are.equal(fake, (b:recv(2000)))
+    a:close()
+    b:close()
+  end))
+
+  it("asks for libudx's buffer sizes", run(function()
+    local a = assert(udx.bind("127.0.0.1", 0))
+    local snd, rcv = a:buffer_sizes()
+    -- the kernel reports twice what was set, capped by its limits
+    assert.is_true(snd >= 212992)
+    assert.is_true(rcv >= 212992)
+    a:close()
+  end))
+
+  it("names wrong arguments", run(function()
+    local ok, err = pcall(udx.bind, 42, 0)
+    assert.matches("bad argument 'host' to 'bind'", err)
+    ok, err = pcall(udx.bind, "127.0.0.1", 70000)
+    assert.matches("bad argument 'port' to 'bind'", err)
+    local a = assert(udx.bind("127.0.0.1", 0))
+    ok, err = pcall(a.send, a, {}, 1, "127.0.0.1")
+    assert.matches("bad argument 'data' to 'send'", err)
+    ok, err = pcall(a.send, a, "x", 1, "not an address")
+    assert.is_false(ok)
+    assert.matches("host", err)
+    a:close()
+    local s, msg, code = udx.bind("203.0.113.77", 0)
+    assert.is_nil(s)
+    assert.are.equal("EADDRNOTAVAIL", code)
+  end))
+end)
+
+describe("udx streams", function()
+  it("move 5 MB in order, and END is seen on both sides", run(function()
+    local s1, s2, a, b = pair()
+    local data = make_data(5 * 1024 * 1024, 7)
+    ludx.spawn("writer", function()
+      local off = 1
+      while off <= #data do
+        assert(s1:write(data:sub(off, off + 65535)))
+        off = off + 65536
+      end
+      assert(s1:finish(10000))
+    end)
+    local got = assert(read_all(s2))
+    assert.are.equal(#data, #got)
+    assert.is_true(got == data)
+    assert(s2:finish(10000))
+    assert.is_nil(s1:read(nil, 5000)) -- EOF the other way too
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("read hands over all available bytes, up to max", run(function()
+    local s1, s2, a, b = pair()
+    assert(s1:write(string.rep("a", 3000)))
+    assert(s1:flush(5000))
+    ludx.sleep(20)
+    local chunk = assert(s2:read(1000))
+    assert.are.equal(1000, #chunk)
+    chunk = assert(s2:read())
+    assert.are.equal(2000, #chunk)
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("write waits only above the high-water mark", run(function()
+    local s1, s2, a, b = pair()
+    -- below the mark: returns at once, no wait
+    local t = ludx.spawn("small", function() return s1:write(string.rep("x", 1000)) end)
+    ludx.yield()
+    assert.are.equal("dead", t.state)
+    -- a writer far above it waits until the reader drains
+    local big = string.rep("y", 8 * 1024 * 1024)
+    local writer = ludx.spawn("big", function() return s1:write(big) end)
+    ludx.sleep(50)
+    assert.are.equal("waiting", writer.state)
+    assert.are.equal("write drain", writer.waiting)
+    local n = 0
+    while n < 1000 + #big do
+      local chunk = assert(s2:read(nil, 10000))
+      n = n + #chunk
+    end
+    assert.is_true(writer:join(10000))
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("close sends DESTROY: the remote sees ECONNRESET", run(function()
+    local s1, s2, a, b = pair()
+    assert(s1:write("hello"))
+    assert(s1:flush(5000))
+    s1:close()
+    local got, msg, code = read_all(s2, 5000)
+    if got then
+      -- everything arrived before the reset was noticed: the next read errs
+      got, msg, code = s2:read(nil, 5000)
+    end
+    assert.is_nil(got)
+    assert.are.equal("ECONNRESET", code)
+    assert.is_string(msg)
+    -- writes on a reset stream fail with the same error
+    local ok, _, wcode = s2:write("x")
+    assert.is_nil(ok)
+    assert.are.equal("ECONNRESET", wcode)
+    a:close()
+    b:close()
+  end))
+
+  it("carries MESSAGE datagrams both ways", run(function()
+    local s1, s2, a, b = pair()
+    assert(s1:send("one"))
+    assert.are.equal("one", s2:recv(2000))
+    assert(s2:send("two"))
+    assert.are.equal("two", s1:recv(2000))
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { s1:recv(10) })
+    local ok, msg, code = s1:send(string.rep("m", 5000))
+    assert.is_nil(ok)
+    assert.are.equal("EMSGSIZE", code)
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("a read-buffer limit bounds what a stream holds for a slow reader", run(function()
+    local limit = 64 * 1024
+    local s1, s2, a, b = pair(nil, { read_buffer_limit = limit })
+    local data = make_data(2 * 1024 * 1024, 3)
+    ludx.spawn("writer", function()
+      assert(s1:write(data))
+      assert(s1:finish(20000))
+    end)
+    ludx.sleep(200)
+    local st = s2:stats()
+    assert.is_true(st.read_buffered <= limit + 1500, "held " .. st.read_buffered)
+    assert.is_true(st.recv_rwnd <= limit)
+    local got = assert(read_all(s2, 20000))
+    assert.is_true(got == data)
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("stats have the documented fields", run(function()
+    local s1, s2, a, b = pair()
+    assert(s1:write(string.rep("z", 100000)))
+    assert(s1:flush(5000))
+    local st = s1:stats()
+    for _, k in ipairs({ "rtt_ms", "cwnd", "inflight", "bytes_sent", "bytes_received", "packets_sent",
+      "packets_received", "retransmits", "rto_count", "fast_recoveries", "mtu", "pacing_rate", "bbr_state" }) do
+      assert.is_not_nil(st[k], k)
+    end
+    assert.is_true(st.bytes_sent >= 100000)
+    assert.is_true(st.packets_sent >= 69)
+    assert.is_true(st.rtt_ms > 0)
+    assert.is_string(st.bbr_state)
+    assert.is_true(s2:stats().packets_received >= 69)
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("reads, writes and finish take timeouts; a second reader gets EBUSY", run(function()
+    local s1, s2, a, b = pair()
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { s2:read(nil, 10) })
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { s2:read({ timeout = 10 }) })
+    local r1 = ludx.spawn("reader1", function() return s2:read(nil, 1000) end)
+    ludx.yield()
+    assert.are.same({ nil, "busy reading", "EBUSY" }, { s2:read(nil, 10) })
+    assert(s1:write("data"))
+    assert.are.equal("data", r1:join())
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("gives up with ETIMEDOUT when the peer never answers", run(function()
+    local a = assert(udx.bind("127.0.0.1", 0))
+    local dead = assert(udx.bind("127.0.0.1", 0))
+    local _, port = dead:address()
+    dead:close()
+    local s = assert(udx.stream(11, { timeout = 1500 }))
+    assert(s:connect(a, 12, port, "127.0.0.1"))
+    assert(s:write("anyone there?"))
+    local ok, msg, code = s:finish(20000)
+    assert.is_nil(ok)
+    assert.are.equal("ETIMEDOUT", code)
+    assert.is_string(msg)
+    a:close()
+  end))
+
+  it("completes a transfer through 2% seeded loss", run(function()
+    local s1, s2, a, b = pair()
+    a:set_fault({ seed = 42, loss = 0.02, direction = "tx" })
+    b:set_fault({ seed = 43, loss = 0.02, direction = "tx" })
+    local data = make_data(2 * 1024 * 1024, 9)
+    ludx.spawn("writer", function()
+      assert(s1:write(data))
+      assert(s1:finish(20000))
+    end)
+    local got = assert(read_all(s2, 20000))
+    assert.is_true(got == data)
+    assert.is_true(s1:stats().retransmits > 0)
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("starts just below 2^32 and wraps", run(function()
+    local seq = 0xFFFFFFFF - 5
+    local s1, s2, a, b = pair({ id = 1, seq = seq }, { id = 2, seq = seq })
+    -- the other side expects our first seq: set acks before traffic
+    s1.h:set_ack(seq)
+    s2.h:set_ack(seq)
+    local data = make_data(300000, 5)
+    ludx.spawn("writer", function()
+      assert(s1:write(data))
+      assert(s1:finish(10000))
+    end)
+    local got = assert(read_all(s2, 10000))
+    assert.is_true(got == data)
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
+  it("firewall 'connect' connects an unconnected stream to its first source", run(function()
+    local a = assert(udx.bind("127.0.0.1", 0))
+    local b = assert(udx.bind("127.0.0.1", 0))
+    local _, pb = b:address()
+    local server = assert(udx.stream(21))
+    assert(server:firewall("connect", 22))
+    local client = assert(udx.stream(22))
+    assert(client:connect(a, 21, pb, "127.0.0.1"))
+    assert(client:write("first packet"))
+    assert(server:wait_connected(5000))
+    local _, rport = server:remote_address()
+    local _, pa = a:address()
+    assert.are.equal(pa, rport)
+    assert.are.equal("first packet", server:read(nil, 5000))
+    assert(server:write("reply"))
+    assert.are.equal("reply", client:read(nil, 5000))
+    client:close()
+    server:close()
+    a:close()
+    b:close()
+  end))
+
+  it("reports a duplicate local id and names wrong arguments", run(function()
+    local s = assert(udx.stream(31))
+    local dup, _, code = udx.stream(31)
+    assert.is_nil(dup)
+    assert.are.equal("EADDRINUSE", code)
+    local ok, err = pcall(udx.stream, -1)
+    assert.matches("bad argument 'id' to 'stream'", err)
+    ok, err = pcall(s.write, s, 42)
+    assert.matches("bad argument 'data' to 'write'", err)
+    ok, err = pcall(s.connect, s, "not a socket", 1, 1, "127.0.0.1")
+    assert.matches("bad argument 'sock' to 'connect'", err)
+    ok, err = pcall(s.read, s, -5)
+    assert.matches("bad argument 'max' to 'read'", err)
+    s:close()
+  end))
+end)

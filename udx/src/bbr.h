@@ -1,0 +1,63 @@
+#ifndef UDX_BBR_H
+#define UDX_BBR_H
+
+// BBR v1 as libudx runs it (udx_bbr.c), with time in microseconds: bandwidth
+// in packets per microsecond, windows in packets.
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "winfilter.h"
+
+typedef struct udx_stream_s udx_stream_t;
+typedef struct udx_rate_sample_s udx_rate_sample_t;
+
+typedef struct udx_bbr_s {
+  uint8_t state; // UDX_BBR_STATE_*
+  uint8_t prev_ca_state;
+  uint8_t cycle_index;
+  bool use_packet_conservation;
+  bool round_start;
+  bool idle_restart;
+  bool full_bw_reached;
+  bool has_seen_rtt;
+  bool probe_rtt_round_done;
+  uint32_t full_bw_count;
+  double full_bw;
+  udx_winfilter_t bw; // max filter over rounds, packets/us
+  uint64_t rtt_count;
+  uint64_t next_rtt_delivered;
+  uint32_t min_rtt_us; // UINT32_MAX while unknown
+  uint64_t min_rtt_stamp;
+  uint64_t probe_rtt_done_time; // 0 = not set
+  uint32_t prior_cwnd;
+  uint64_t cycle_ts;
+  double pacing_gain;
+  double cwnd_gain;
+  uint64_t ack_epoch_start;
+  uint64_t ack_epoch_acked;
+  uint8_t extra_acked_win_rtts;
+  uint8_t extra_acked_win_index;
+  uint32_t extra_acked[2];
+} udx_bbr_t;
+
+void
+udx__bbr_init (udx_stream_t *s);
+
+void
+udx__bbr_main (udx_stream_t *s, udx_rate_sample_t *rs);
+
+void
+udx__bbr_on_rto (udx_stream_t *s);
+
+void
+udx__bbr_on_transmit_start (udx_stream_t *s);
+
+void
+udx__bbr_save_cwnd (udx_stream_t *s);
+
+// Windowed max delivery rate, packets/us.
+double
+udx__bbr_bw (const udx_stream_t *s);
+
+#endif

@@ -1,0 +1,79 @@
+#ifndef UDX_BUFQ_H
+#define UDX_BUFQ_H
+
+// Byte queues made of fixed-size chunks (send queue, read buffer), and the
+// pools they draw from. Bytes are addressed by their 64-bit stream offset, so
+// a packet can refer to [off, off+len) without holding pointers.
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define UDX_CHUNK_SIZE 16384
+#define UDX_SLOT_SIZE  2048
+
+// A free list of equally sized blocks; keeps at most max_free cached.
+typedef struct udx_freelist_s {
+  void *head;
+  size_t size;
+  uint32_t nfree;
+  uint32_t max_free;
+  uint64_t allocs; // blocks obtained from malloc (for tests: no allocation per packet)
+} udx_freelist_t;
+
+typedef struct udx_pool_s {
+  udx_freelist_t chunks; // UDX_CHUNK_SIZE
+  udx_freelist_t slots;  // UDX_SLOT_SIZE, out-of-order packets
+} udx_pool_t;
+
+void
+udx__pool_init (udx_pool_t *pool);
+
+void
+udx__pool_destroy (udx_pool_t *pool);
+
+void *
+udx__freelist_get (udx_freelist_t *fl);
+
+void
+udx__freelist_put (udx_freelist_t *fl, void *p);
+
+typedef struct udx_bufq_s {
+  uint8_t **chunks; // ring of chunk pointers
+  uint32_t cap;     // power of two (or 0)
+  uint32_t first;
+  uint32_t n;
+  uint64_t base;  // stream offset of chunks[first][0]
+  uint64_t start; // first byte still held
+  uint64_t end;   // one past the last byte
+} udx_bufq_t;
+
+void
+udx__bufq_init (udx_bufq_t *q, uint64_t off);
+
+void
+udx__bufq_destroy (udx_bufq_t *q, udx_pool_t *pool);
+
+static inline uint64_t
+udx__bufq_len (const udx_bufq_t *q) {
+  return q->end - q->start;
+}
+
+// Copies len bytes to the end. 0 or UV_ENOMEM (nothing appended then).
+int
+udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len);
+
+// Describes [off, off+len) (which must be held) as iovecs; returns the count
+// used (at most max; the range is cut short if more would be needed).
+int
+udx__bufq_iov (const udx_bufq_t *q, uint64_t off, size_t len, struct iovec *iov, int max);
+
+// Drops everything before off (clamped to [start, end]).
+void
+udx__bufq_release (udx_bufq_t *q, udx_pool_t *pool, uint64_t off);
+
+// The contiguous run of bytes at start.
+size_t
+udx__bufq_peek (const udx_bufq_t *q, const uint8_t **p);
+
+#endif

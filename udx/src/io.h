@@ -1,0 +1,208 @@
+#ifndef UDX_IO_H
+#define UDX_IO_H
+
+// The libuv shell around the engine: the instance (stream table, flush
+// scheduling), sockets (one UDP fd under uv_poll, batched recvmmsg/sendmmsg)
+// and fault injection.
+
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "bufq.h"
+#include "internal.h"
+#include "stream.h"
+
+#define UDX_RX_BATCH     32  // datagrams per recvmmsg
+#define UDX_RX_BUDGET    256 // datagrams per readable callback
+#define UDX_TX_SLOTS     128 // datagrams queued per socket before a sendmmsg
+#define UDX_TX_SLOT_SIZE 2048
+#define UDX_HELD_MAX     256 // datagrams held back by fault injection (reorder)
+
+typedef struct udx_fault_state_s {
+  udx_fault_t cfg;
+  uint64_t rng;
+  uint64_t set_at; // us
+} udx_fault_state_t;
+
+enum {
+  UDX_FAULT_PASS = 0,
+  UDX_FAULT_DROP,
+  UDX_FAULT_DUP,
+  UDX_FAULT_HOLD,
+  UDX_FAULT_ERROR,
+};
+
+typedef struct udx_tx_slot_s {
+  struct sockaddr_storage to;
+  socklen_t to_len;
+  uint32_t len;
+  uint8_t buf[UDX_TX_SLOT_SIZE];
+} udx_tx_slot_t;
+
+typedef struct udx_held_s {
+  uint64_t release_at; // us; 0 = after the next datagram
+  uint8_t rx;
+  struct sockaddr_storage addr;
+  size_t len;
+  uint8_t *buf;
+} udx_held_t;
+
+// Stream ids map to streams in an open-addressing table (linear probing).
+typedef struct udx_idmap_s {
+  udx_stream_t **slots;
+  uint32_t cap; // power of two
+  uint32_t len;
+} udx_idmap_t;
+
+struct udx_socket_s {
+  udx_t *udx;
+  void *data;
+  int fd;
+  int family; // AF_INET / AF_INET6
+  bool bound;
+  bool closing;
+  bool polling;
+  bool want_writable;
+  bool tx_listed;
+  bool ipv6only;
+  int ttl;
+  int nhandles; // handles still to close once closing
+  uv_poll_t poll;
+  udx_socket_close_cb on_close;
+  udx_socket_recv_cb on_recv;
+  udx_socket_stats_t stats;
+
+  udx_tx_slot_t *tx; // ring of pending datagrams
+  uint32_t tx_head;
+  uint32_t tx_len;
+
+  udx_fault_state_t *fault;
+  udx_held_t held[UDX_HELD_MAX];
+  uint32_t nheld;
+  uv_timer_t held_timer;
+  bool held_timer_init;
+
+  udx_socket_t *next_tx; // sockets with pending tx
+  udx_socket_t *prev;
+  udx_socket_t *next;
+};
+
+struct udx_s {
+  uv_loop_t *loop;
+  void *data;
+  udx_pool_t pool;
+  udx_idmap_t ids;
+  uint32_t nstreams; // alive (not finalized)
+  uint32_t nsockets;
+  udx_socket_t *sockets;
+  bool closing;
+  udx_close_cb on_close;
+
+  uv_prepare_t prepare;
+  uv_check_t check;
+  int nhandles; // open handles of the instance (for close)
+
+  udx_stream_t *dirty; // streams to flush
+  udx_stream_t *closing_streams;
+  udx_socket_t *tx_pending;
+  int settling;
+
+  udx_fault_state_t *fault;
+
+  // receive buffers, shared by all sockets (processing is synchronous)
+  uint8_t *rx_bufs;
+  struct sockaddr_storage rx_addrs[UDX_RX_BATCH];
+
+  uint64_t log_at; // rate-limited logging
+  uint64_t log_suppressed;
+};
+
+// --- udx.c
+
+uint64_t
+udx__now (void);
+
+void
+udx__settle (udx_t *udx);
+
+void
+udx__mark_dirty (udx_stream_t *s);
+
+void
+udx__log (udx_t *udx, const char *fmt, ...);
+
+udx_stream_t *
+udx__idmap_get (const udx_idmap_t *m, uint32_t id);
+
+int
+udx__idmap_put (udx_idmap_t *m, udx_stream_t *s);
+
+void
+udx__idmap_del (udx_idmap_t *m, uint32_t id);
+
+extern const udx_host_t udx__io_host;
+
+// --- socket.c
+
+void
+udx__socket_read (udx_socket_t *sock);
+
+// Queues one datagram for the next flush (copying it).
+void
+udx__socket_queue (udx_socket_t *sock, const struct sockaddr *to, const struct iovec *iov, int iovcnt, size_t len, udx_fault_state_t *stream_fault);
+
+void
+udx__socket_flush (udx_socket_t *sock);
+
+void
+udx__socket_send_error (udx_socket_t *sock, int err);
+
+// Converts a v4 address to v4-mapped v6 when the socket is IPv6.
+socklen_t
+udx__socket_dest (udx_socket_t *sock, const struct sockaddr *to, struct sockaddr_storage *out);
+
+void
+udx__addr_unmap (struct sockaddr_storage *addr);
+
+// --- sys.c (OS specifics)
+
+int
+udx__sys_socket (int family, bool ipv6only, bool reuseaddr);
+
+void
+udx__sys_set_buffers (int fd);
+
+int
+udx__sys_set_ttl (int fd, int family, int ttl);
+
+int
+udx__sys_get_ttl (int fd, int family, int *ttl);
+
+void
+udx__sys_set_dontfrag (int fd, int family);
+
+// Interface MTU towards addr (temp socket, connect, IP_MTU), or -1.
+int
+udx__sys_link_mtu (const struct sockaddr *addr);
+
+// Receives up to n datagrams into bufs (each UDX_RX_BUFFER_SIZE bytes).
+// Returns the count (lens, addrs, truncated filled) or a negative UV error.
+int
+udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size_t *lens, bool *truncated, int n);
+
+// Sends n datagrams; returns how many went out (>= 0), or a negative UV
+// error for the first one when none did.
+int
+udx__sys_send_batch (int fd, udx_tx_slot_t *const *slots, int n);
+
+// --- fault.c
+
+udx_fault_state_t *
+udx__fault_new (const udx_fault_t *cfg, uint64_t now);
+
+// Decides what happens to a datagram (dir: UDX_FAULT_TX or UDX_FAULT_RX);
+// may corrupt buf in place. *err gets the errno for UDX_FAULT_ERROR.
+int
+udx__fault_decide (udx_fault_state_t *f, int dir, uint64_t now, uint8_t *buf, size_t len, int *err);
+
+#endif

@@ -1,0 +1,304 @@
+// Public stream API: thin wrappers that pass the current time to the engine
+// and let the instance flush, send and re-arm timers at the end of the turn.
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io.h"
+
+int
+udx_stream_init (udx_t *udx, udx_stream_t **out, uint32_t local_id, const udx_stream_callbacks_t *callbacks, void *data) {
+  if (udx == NULL || out == NULL || udx->closing)
+    return UV_EINVAL;
+  udx_stream_t *old = udx__idmap_get(&udx->ids, local_id);
+  if (old)
+    return UV_EADDRINUSE;
+
+  udx_stream_t *s = calloc(1, sizeof(*s));
+  if (s == NULL)
+    return UV_ENOMEM;
+  s->udx = udx;
+  udx__stream_engine_init(s, local_id, &udx__io_host, &udx->pool, udx__now());
+  if (callbacks)
+    s->cb = *callbacks;
+  s->data = data;
+  s->timer_at = UDX_NEVER;
+
+  int err = udx__idmap_put(&udx->ids, s);
+  if (err < 0) {
+    udx__stream_engine_free(s);
+    free(s);
+    return err;
+  }
+  uv_timer_init(udx->loop, &s->timer);
+  s->timer.data = s;
+  s->timer_init = true;
+  udx->nstreams++;
+  *out = s;
+  return 0;
+}
+
+void
+udx_stream_set_data (udx_stream_t *s, void *data) {
+  s->data = data;
+}
+
+void *
+udx_stream_get_data (udx_stream_t *s) {
+  return s->data;
+}
+
+uint32_t
+udx_stream_get_id (udx_stream_t *s) {
+  return s->local_id;
+}
+
+uint32_t
+udx_stream_get_remote_id (udx_stream_t *s) {
+  return s->remote[s->cur_remote].id;
+}
+
+static int
+udx__check_addr (udx_socket_t *sock, const struct sockaddr *addr) {
+  if (addr == NULL)
+    return UV_EINVAL;
+  if (addr->sa_family == AF_INET) {
+    if (((const struct sockaddr_in *) addr)->sin_port == 0)
+      return UV_EINVAL;
+    if (sock->family == AF_INET6 && sock->ipv6only)
+      return UV_EINVAL;
+  } else if (addr->sa_family == AF_INET6) {
+    if (((const struct sockaddr_in6 *) addr)->sin6_port == 0)
+      return UV_EINVAL;
+    if (sock->family != AF_INET6)
+      return UV_EINVAL;
+  } else {
+    return UV_EINVAL;
+  }
+  return 0;
+}
+
+static void
+udx__fill_remote (udx_remote_t *r, udx_socket_t *sock, uint32_t remote_id, const struct sockaddr *addr) {
+  r->socket = sock;
+  r->id = remote_id;
+  udx__socket_dest(sock, addr, &r->addr);
+  // An IPv4 peer on an IPv6 socket is v4-mapped: payload counts IPv6 overhead (as libudx).
+  r->ipv6 = r->addr.ss_family == AF_INET6;
+}
+
+int
+udx_stream_connect (udx_stream_t *s, udx_socket_t *sock, uint32_t remote_id, const struct sockaddr *addr) {
+  if (udx__stream_dead(s) || s->udx->closing)
+    return UV_EINVAL;
+  if (s->status & UDX_S_CONNECTED)
+    return UV_EISCONN;
+  if (sock == NULL || sock->udx != s->udx || !sock->bound || sock->closing)
+    return UV_EINVAL;
+  int err = udx__check_addr(sock, addr);
+  if (err < 0)
+    return err; // validated before anything changes (libudx sets CONNECTED first)
+
+  udx__fill_remote(&s->remote[0], sock, remote_id, addr);
+  int mtu = udx__sys_link_mtu(addr);
+  udx__stream_engine_connect(s, mtu, udx__now());
+  udx__mark_dirty(s);
+  return 0;
+}
+
+int
+udx_stream_getpeername (udx_stream_t *s, struct sockaddr_storage *out) {
+  if (!(s->status & UDX_S_CONNECTED))
+    return UV_ENOTCONN;
+  *out = s->remote[s->cur_remote].addr;
+  udx__addr_unmap(out);
+  return 0;
+}
+
+int
+udx_stream_write (udx_stream_t *s, const void *buf, size_t len) {
+  if (buf == NULL && len > 0)
+    return UV_EINVAL;
+  return udx__stream_write(s, buf, len, false, udx__now());
+}
+
+int
+udx_stream_write_end (udx_stream_t *s, const void *buf, size_t len) {
+  if (buf == NULL && len > 0)
+    return UV_EINVAL;
+  return udx__stream_write(s, buf, len, true, udx__now());
+}
+
+int
+udx_stream_flush (udx_stream_t *s) {
+  if (udx__stream_dead(s))
+    return UV_ENOTCONN;
+  if (s->sndq.start >= s->sndq.end && s->snd_una == s->snd_nxt)
+    return 1;
+  s->flush_off = s->sndq.end;
+  s->status |= UDX_S_FLUSH;
+  return 0;
+}
+
+ssize_t
+udx_stream_read (udx_stream_t *s, void *buf, size_t max) {
+  if (buf == NULL && max > 0)
+    return UV_EINVAL;
+  return udx__stream_read(s, buf, max, udx__now());
+}
+
+int
+udx_stream_read_peek (udx_stream_t *s, const uint8_t **p, size_t *len) {
+  if (p == NULL || len == NULL)
+    return UV_EINVAL;
+  return udx__stream_peek(s, p, len);
+}
+
+void
+udx_stream_read_consume (udx_stream_t *s, size_t n) {
+  udx__stream_consume(s, n, udx__now());
+}
+
+size_t
+udx_stream_readable_bytes (udx_stream_t *s) {
+  return (size_t) udx__bufq_len(&s->rdq);
+}
+
+int
+udx_stream_send (udx_stream_t *s, const void *buf, size_t len) {
+  if (buf == NULL && len > 0)
+    return UV_EINVAL;
+  return udx__stream_send_message(s, buf, len, udx__now());
+}
+
+int
+udx_stream_destroy (udx_stream_t *s) {
+  return udx__stream_destroy(s, udx__now());
+}
+
+int
+udx_stream_set_seq (udx_stream_t *s, uint32_t seq) {
+  if (udx__stream_dead(s))
+    return UV_EINVAL;
+  if (s->snd_una != s->snd_nxt)
+    return UV_EBUSY; // packets outstanding
+  s->snd_una = s->snd_nxt = s->snd_wl2 = seq;
+  s->high_seq = s->rack_end_seq = s->rack_fack = s->tlp_end_seq = seq;
+  return 0;
+}
+
+uint32_t
+udx_stream_get_seq (udx_stream_t *s) {
+  return s->snd_nxt;
+}
+
+int
+udx_stream_set_ack (udx_stream_t *s, uint32_t ack) {
+  if (udx__stream_dead(s))
+    return UV_EINVAL;
+  if (s->ooo_count || s->nranges)
+    return UV_EBUSY; // out-of-order data held
+  s->rcv_nxt = ack;
+  s->snd_wl1 = ack;
+  return 0;
+}
+
+uint32_t
+udx_stream_get_ack (udx_stream_t *s) {
+  return s->rcv_nxt;
+}
+
+int
+udx_stream_set_read_buffer_limit (udx_stream_t *s, size_t bytes) {
+  s->read_limit = bytes;
+  udx__stream_maybe_window_update(s);
+  return 0;
+}
+
+int
+udx_stream_set_rwnd_max (udx_stream_t *s, uint32_t bytes) {
+  s->recv_rwnd_max = bytes;
+  return 0;
+}
+
+uint32_t
+udx_stream_get_rwnd_max (udx_stream_t *s) {
+  return s->recv_rwnd_max;
+}
+
+int
+udx_stream_set_keepalive (udx_stream_t *s, uint32_t ms) {
+  s->keepalive_ms = ms;
+  s->keepalive_at = UDX_NEVER;
+  udx__mark_dirty(s);
+  return 0;
+}
+
+int
+udx_stream_set_timeout (udx_stream_t *s, uint32_t ms) {
+  s->timeout_ms = ms;
+  return 0;
+}
+
+int
+udx_stream_relay_to (udx_stream_t *s, udx_stream_t *dst) {
+  if (dst == NULL || dst == s || udx__stream_dead(s) || udx__stream_dead(dst))
+    return UV_EINVAL;
+  if (s->relay_to || (s->status & UDX_S_RELAYED))
+    return UV_EINVAL;
+  if (s->udx != dst->udx)
+    return UV_EINVAL;
+  s->relay_to = dst;
+  s->status |= UDX_S_RELAYED;
+  return 0;
+}
+
+int
+udx_stream_change_remote (udx_stream_t *s, udx_socket_t *sock, uint32_t remote_id, const struct sockaddr *addr) {
+  if (udx__stream_dead(s) || !(s->status & UDX_S_CONNECTED))
+    return UV_EINVAL;
+  if (sock == NULL || sock->udx != s->udx || !sock->bound || sock->closing)
+    return UV_EINVAL;
+  int err = udx__check_addr(sock, addr);
+  if (err < 0)
+    return err;
+
+  udx__fill_remote(&s->remote[1 - s->cur_remote], sock, remote_id, addr);
+  udx__stream_engine_change_remote(s, udx__sys_link_mtu(addr), udx__now());
+  udx__mark_dirty(s);
+  return 0;
+}
+
+const udx_stream_stats_t *
+udx_stream_stats (udx_stream_t *s) {
+  udx__stream_refresh_stats(s);
+  return &s->stats;
+}
+
+int
+udx_stream_set_trace (udx_stream_t *s, uint32_t interval_ms, udx_stream_trace_cb cb) {
+  s->trace_ms = interval_ms;
+  s->trace_cb = cb;
+  s->trace_at = interval_ms && cb ? udx__now() + (uint64_t) interval_ms * UDX_US_PER_MS : UDX_NEVER;
+  udx__mark_dirty(s);
+  return 0;
+}
+
+int
+udx_stream_set_fault (udx_stream_t *s, const udx_fault_t *fault) {
+  free(s->fault);
+  s->fault = NULL;
+  if (fault == NULL)
+    return 0;
+  s->fault = udx__fault_new(fault, udx__now());
+  return s->fault ? 0 : UV_ENOMEM;
+}
+
+int
+udx_stream_set_ack_policy (udx_stream_t *s, int policy) {
+  if (policy != UDX_ACK_EACH && policy != UDX_ACK_BATCH)
+    return UV_EINVAL;
+  s->ack_policy = policy;
+  return 0;
+}

@@ -1,0 +1,201 @@
+// Loss detection: RACK-TLP (RFC 8985) and the retransmission timer (RFC 6298)
+// with exponential backoff and a give-up time.
+
+#include "stream.h"
+
+#define UDX_TLP_EXTRA_US    (2 * UDX_US_PER_MS) // RFC 8985 7.2 (no delayed ACKs: 2 ms as libudx)
+#define UDX_RTO_BACKOFF_MAX 6
+#define UDX_RTO_CAP_US      (60 * UDX_US_PER_S)
+
+static inline bool
+sent_after (uint64_t t1, uint32_t seq1, uint64_t t2, uint32_t seq2) {
+  return t1 > t2 || (t1 == t2 && udx__seq_gt(seq1, seq2));
+}
+
+// RFC 8985 6.2.4 (without DSACK adaptation).
+static uint32_t
+udx__rack_reo_wnd (const udx_stream_t *s) {
+  if (!s->reordering_seen) {
+    if (s->ca_state != UDX_CA_OPEN)
+      return 0;
+    if (s->sacked >= 3)
+      return 0;
+  }
+  double min_rtt = udx__winfilter_get(&s->rtt_min);
+  uint32_t r = min_rtt >= (double) UINT32_MAX ? s->srtt : (uint32_t) (min_rtt / 4);
+  return r < s->srtt ? r : s->srtt;
+}
+
+static void
+udx__mark_lost (udx_stream_t *s, udx_pkt_t *p) {
+  udx__tx_list_remove(s, p);
+  p->flags |= UDX_PKT_LOST;
+  s->lost_pending++;
+  s->lost++;
+  s->stats.lost++;
+  udx__retransmit_queue_push(s, p);
+}
+
+static void
+udx__enter_recovery (udx_stream_t *s) {
+  udx__bbr_save_cwnd(s);
+  s->ca_state = UDX_CA_RECOVERY;
+  s->high_seq = s->snd_nxt;
+  s->stats.fast_recoveries++;
+  s->tlp_in_flight = false; // RFC 8985 7.1 TLP_init
+  s->tlp_is_retrans = false;
+}
+
+// RFC 8985 6.2 step 5: walk packets in transmission order; those sent before
+// the most recently delivered one and older than rack_rtt + reo_wnd are lost.
+// Returns the wait until the next packet could be declared lost (0: none).
+uint64_t
+udx__rack_detect_loss (udx_stream_t *s) {
+  uint32_t reo_wnd = udx__rack_reo_wnd(s);
+  uint64_t timeout = 0;
+  uint32_t lost = 0;
+  uint32_t probes = 0;
+
+  uint32_t n = s->inflight;
+  uint32_t seq = s->tx_head;
+  while (n-- > 0) {
+    udx_pkt_t *p = udx__pkt(s, seq);
+    if (p == NULL)
+      break;
+    uint32_t next = p->tx_next;
+
+    if (p->time_sent > s->rack_xmit_ts)
+      break;
+
+    if (sent_after(s->rack_xmit_ts, s->rack_end_seq, p->time_sent, p->seq + 1)) {
+      int64_t remaining = (int64_t) (p->time_sent + s->rack_rtt + reo_wnd) - (int64_t) s->now;
+      if (remaining <= 0) {
+        if (p->flags & UDX_PKT_PROBE)
+          probes++;
+        udx__mtu_on_probe_lost(s, p);
+        udx__mark_lost(s, p);
+        lost++;
+      } else if ((uint64_t) remaining > timeout) {
+        timeout = (uint64_t) remaining;
+      }
+    }
+    seq = next;
+  }
+
+  // A lost MTU probe alone says nothing about congestion.
+  if (lost > probes && s->ca_state == UDX_CA_OPEN)
+    udx__enter_recovery(s);
+
+  return timeout;
+}
+
+static uint64_t
+udx__rto_interval (const udx_stream_t *s) {
+  uint64_t rto = (uint64_t) s->rto << (s->rto_backoff < UDX_RTO_BACKOFF_MAX ? s->rto_backoff : UDX_RTO_BACKOFF_MAX);
+  return rto > UDX_RTO_CAP_US ? UDX_RTO_CAP_US : rto;
+}
+
+// Arms the RTO from now (backed off), never later than the give-up time.
+void
+udx__rearm_rto (udx_stream_t *s) {
+  if (s->snd_una == s->snd_nxt) {
+    s->rto_at = UDX_NEVER;
+    return;
+  }
+  uint64_t at = s->now + udx__rto_interval(s);
+  uint64_t give_up = s->progress_at + (uint64_t) s->timeout_ms * UDX_US_PER_MS;
+  if (s->timeout_ms && give_up > s->now && at > give_up)
+    at = give_up;
+  s->rto_at = at;
+}
+
+// RFC 8985 7.2: PTO = 2 srtt (+2 ms), at most the time left on the RTO.
+bool
+udx__schedule_tlp (udx_stream_t *s) {
+  if (s->snd_una == s->snd_nxt || s->ca_state != UDX_CA_OPEN || s->sacked)
+    return false;
+
+  uint64_t pto = s->srtt ? 2ull * s->srtt + UDX_TLP_EXTRA_US : UDX_US_PER_S;
+  uint64_t at = s->now + pto;
+  if (s->rto_at != UDX_NEVER && at > s->rto_at)
+    at = s->rto_at;
+  s->tlp_at = at;
+  return true;
+}
+
+void
+udx__on_tlp (udx_stream_t *s) {
+  s->tlp_at = UDX_NEVER;
+  if (s->snd_una == s->snd_nxt)
+    return;
+
+  // One probe per episode, and only after a new RTT sample; else the RTO.
+  if (s->tlp_in_flight || !s->tlp_permitted)
+    return;
+
+  if (udx__tlp_send(s)) {
+    s->stats.tlp_count++;
+    s->rto_at = UDX_NEVER;
+    udx__rearm_rto(s);
+  }
+}
+
+// RFC 6298 5.5-5.7 with RFC 8985 6.3: the first outstanding packet and those
+// past their RACK deadline are lost; back off; give up after the timeout.
+void
+udx__on_rto (udx_stream_t *s) {
+  s->rto_at = UDX_NEVER;
+  if (s->snd_una == s->snd_nxt)
+    return;
+
+  if (s->timeout_ms && s->now >= s->progress_at + (uint64_t) s->timeout_ms * UDX_US_PER_MS) {
+    udx__stream_close(s, UV_ETIMEDOUT);
+    return;
+  }
+
+  udx__bbr_save_cwnd(s);
+  s->high_seq = s->snd_nxt;
+  s->stats.rto_count++;
+  s->ca_state = UDX_CA_LOSS;
+  s->tlp_in_flight = false;
+  s->tlp_is_retrans = false;
+  s->tlp_at = UDX_NEVER;
+  s->reo_at = UDX_NEVER;
+
+  if (s->rto_backoff < UDX_RTO_BACKOFF_MAX)
+    s->rto_backoff++;
+  udx__rearm_rto(s);
+
+  uint32_t reo_wnd = udx__rack_reo_wnd(s);
+
+  // Rebuild the retransmission queue in sequence order.
+  for (uint32_t i = 0; i < s->rtxq_len; i++) {
+    udx_pkt_t *p = udx__pkt(s, s->rtxq[(s->rtxq_head + i) & (s->rtxq_cap - 1)]);
+    if (p)
+      p->flags &= ~UDX_PKT_IN_RTXQ;
+  }
+  s->rtxq_len = 0;
+  s->rtxq_head = 0;
+
+  for (uint32_t seq = s->snd_una; seq != s->snd_nxt; seq++) {
+    udx_pkt_t *p = udx__pkt(s, seq);
+    if (p == NULL || (p->flags & UDX_PKT_SACKED))
+      continue;
+
+    if (p->flags & UDX_PKT_LOST) {
+      udx__retransmit_queue_push(s, p);
+      continue;
+    }
+
+    int64_t remaining = (int64_t) (p->time_sent + s->rack_rtt + reo_wnd) - (int64_t) s->now;
+    if (seq == s->snd_una || remaining < 0) {
+      if (p->rto_timeouts < 255)
+        p->rto_timeouts++;
+      udx__mtu_on_probe_lost(s, p);
+      udx__mark_lost(s, p);
+    }
+  }
+
+  udx__bbr_on_rto(s);
+  udx__send_packets(s);
+}

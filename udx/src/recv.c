@@ -1,0 +1,304 @@
+// The receive path: header checks, in-order and out-of-order data, the
+// read-buffer limit, END/DESTROY/MESSAGE/HEARTBEAT, and the ACK decision.
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream.h"
+#include "wire.h"
+
+// How far above rcv_nxt a packet may be and still be buffered: the peer
+// cannot have more packets in flight than our window in packets (counting
+// payloads of at least 1024 bytes, below any real MTU) plus a margin. Beyond
+// that a seq is dropped unacked, so a far-ahead seq cannot inflate buffers.
+static uint32_t
+udx__ooo_window (const udx_stream_t *s) {
+  uint64_t bytes = s->read_limit ? udx__min_u64(s->read_limit, s->recv_rwnd_max) : s->recv_rwnd_max;
+  uint64_t w = bytes / 1024 + 64;
+  if (w > (1u << 16))
+    w = 1u << 16;
+  return (uint32_t) w;
+}
+
+static udx_ooo_t *
+udx__ooo_slot (udx_stream_t *s, uint32_t seq) {
+  if (s->ooo_cap == 0)
+    return NULL;
+  udx_ooo_t *o = &s->ooo[seq & (s->ooo_cap - 1)];
+  return (o->buf && o->seq == seq) ? o : NULL;
+}
+
+// Grows the ring until seq maps to a free slot (distinct seqs within the
+// window never collide once cap exceeds the window).
+static udx_ooo_t *
+udx__ooo_reserve (udx_stream_t *s, uint32_t seq) {
+  for (;;) {
+    if (s->ooo_cap) {
+      udx_ooo_t *o = &s->ooo[seq & (s->ooo_cap - 1)];
+      if (o->buf == NULL)
+        return o;
+    }
+    uint32_t cap = s->ooo_cap ? s->ooo_cap * 2 : 64;
+    if (cap > 2 * (1u << 16))
+      return NULL;
+    udx_ooo_t *ring = calloc(cap, sizeof(*ring));
+    if (ring == NULL)
+      return NULL;
+    for (uint32_t i = 0; i < s->ooo_cap; i++) {
+      if (s->ooo[i].buf)
+        ring[s->ooo[i].seq & (cap - 1)] = s->ooo[i];
+    }
+    free(s->ooo);
+    s->ooo = ring;
+    s->ooo_cap = cap;
+  }
+}
+
+// --- received ranges above rcv_nxt (for SACK), sorted, disjoint
+
+static void
+udx__ranges_add (udx_stream_t *s, uint32_t seq) {
+  uint32_t n = s->nranges;
+  uint32_t i = 0;
+  // first range whose end is >= seq
+  while (i < n && udx__seq_lt(s->ranges[i].end, seq))
+    i++;
+
+  if (i < n && udx__seq_le(s->ranges[i].start, seq) && udx__seq_lt(seq, s->ranges[i].end))
+    return;
+
+  if (i < n && s->ranges[i].end == seq) {
+    s->ranges[i].end = seq + 1;
+    if (i + 1 < n && s->ranges[i + 1].start == seq + 1) {
+      s->ranges[i].end = s->ranges[i + 1].end;
+      memmove(&s->ranges[i + 1], &s->ranges[i + 2], (n - i - 2) * sizeof(udx_range_t));
+      s->nranges--;
+    }
+    return;
+  }
+  if (i < n && s->ranges[i].start == seq + 1) {
+    s->ranges[i].start = seq;
+    return;
+  }
+
+  if (n == s->ranges_cap) {
+    uint32_t cap = s->ranges_cap ? s->ranges_cap * 2 : 16;
+    udx_range_t *r = realloc(s->ranges, cap * sizeof(*r));
+    if (r == NULL)
+      return; // SACK info only; the data itself is kept
+    s->ranges = r;
+    s->ranges_cap = cap;
+  }
+  memmove(&s->ranges[i + 1], &s->ranges[i], (n - i) * sizeof(udx_range_t));
+  s->ranges[i].start = seq;
+  s->ranges[i].end = seq + 1;
+  s->nranges++;
+}
+
+static void
+udx__ranges_trim (udx_stream_t *s) {
+  uint32_t i = 0;
+  while (i < s->nranges && udx__seq_le(s->ranges[i].end, s->rcv_nxt))
+    i++;
+  if (i < s->nranges && udx__seq_lt(s->ranges[i].start, s->rcv_nxt))
+    s->ranges[i].start = s->rcv_nxt;
+  if (i > 0) {
+    memmove(&s->ranges[0], &s->ranges[i], (s->nranges - i) * sizeof(udx_range_t));
+    s->nranges -= i;
+  }
+}
+
+// In-order bytes (or the END) at rcv_nxt.
+static bool
+udx__deliver (udx_stream_t *s, uint8_t type, const uint8_t *data, size_t len) {
+  if ((type & UDX_HEADER_DATA) && len > 0) {
+    if (udx__bufq_append(&s->rdq, s->pool, data, len) < 0)
+      return false;
+  }
+  if (type & UDX_HEADER_END) {
+    s->status |= UDX_S_ENDED_REMOTE;
+  }
+  s->rcv_nxt++;
+  return true;
+}
+
+static uint64_t
+udx__held (const udx_stream_t *s) {
+  return udx__bufq_len(&s->rdq) + s->ooo_bytes;
+}
+
+// Returns 1 if the packet filled a gap or arrived in order, 2 if it was
+// buffered out of order, 0 if it was a duplicate or dropped.
+static int
+udx__recv_data (udx_stream_t *s, const udx_wire_pkt_t *pkt) {
+  uint32_t seq = pkt->seq;
+  int32_t d = udx__seq_diff(seq, s->rcv_nxt);
+  size_t len = (pkt->type & UDX_HEADER_DATA) ? pkt->data_len : 0;
+
+  if (d < 0)
+    return 0; // old duplicate: acked again
+
+  if (s->status & UDX_S_ENDED_REMOTE)
+    return 0; // nothing after the END
+
+  if (s->status & UDX_S_ENDING_REMOTE) {
+    // nothing beyond the END seq, and no second END elsewhere
+    if (udx__seq_gt(seq, s->remote_end_seq))
+      return 0;
+    if ((pkt->type & UDX_HEADER_END) && seq != s->remote_end_seq)
+      return 0;
+  }
+
+  if ((uint32_t) d >= udx__ooo_window(s)) {
+    s->stats.dropped_rwnd++;
+    return 0;
+  }
+
+  if (len > UDX_SLOT_SIZE) {
+    s->stats.malformed++;
+    return 0;
+  }
+
+  if (d == 0) {
+    // Read limit: accept while there is room, or when the reader has nothing
+    // to consume (so out-of-order data can never wedge the stream). Holding
+    // stays within limit + one packet.
+    if (s->read_limit && udx__held(s) >= s->read_limit && udx__bufq_len(&s->rdq) > 0) {
+      s->stats.dropped_rwnd++;
+      return 0;
+    }
+    if (!udx__deliver(s, pkt->type, pkt->data, len))
+      return 0;
+    if (pkt->type & UDX_HEADER_END) {
+      s->status |= UDX_S_ENDING_REMOTE;
+      s->remote_end_seq = seq;
+    }
+
+    // Pull in what was waiting for this gap.
+    udx_ooo_t *o;
+    while ((o = udx__ooo_slot(s, s->rcv_nxt)) != NULL) {
+      uint8_t *buf = o->buf;
+      o->buf = NULL;
+      s->ooo_count--;
+      s->ooo_bytes -= o->len;
+      bool ok = udx__deliver(s, o->type, buf, o->len);
+      udx__freelist_put(&s->pool->slots, buf);
+      if (!ok)
+        break;
+    }
+    udx__ranges_trim(s);
+    return 1;
+  }
+
+  if (udx__ooo_slot(s, seq))
+    return 0; // duplicate
+
+  if (s->read_limit && udx__held(s) + len > s->read_limit) {
+    s->stats.dropped_rwnd++;
+    return 0;
+  }
+
+  udx_ooo_t *o = udx__ooo_reserve(s, seq);
+  if (o == NULL)
+    return 0;
+  uint8_t *buf = udx__freelist_get(&s->pool->slots);
+  if (buf == NULL)
+    return 0;
+  if (len)
+    memcpy(buf, pkt->data, len);
+  o->buf = buf;
+  o->seq = seq;
+  o->len = (uint16_t) len;
+  o->type = pkt->type & UDX_FLAGS_DATA_OR_END;
+  s->ooo_count++;
+  s->ooo_bytes += len;
+  if (pkt->type & UDX_HEADER_END) {
+    s->status |= UDX_S_ENDING_REMOTE;
+    s->remote_end_seq = seq;
+  }
+  udx__ranges_add(s, seq);
+  return 2;
+}
+
+void
+udx__stream_recv (udx_stream_t *s, const uint8_t *buf, size_t len, uint64_t now) {
+  if (udx__stream_dead(s))
+    return;
+  s->now = now;
+
+  udx_wire_pkt_t pkt;
+  int r = udx__wire_decode(buf, len, &pkt);
+  if (r != UDX_WIRE_OK) {
+    s->stats.malformed++;
+    return;
+  }
+
+  s->stats.packets_received++;
+  s->stats.bytes_received += len;
+  s->last_rx = now;
+
+  uint8_t type = pkt.type;
+
+  // HEARTBEAT: answer with an ACK; its ack and rwnd fields are not used.
+  if (type & UDX_HEADER_HEARTBEAT) {
+    udx__send_ack(s);
+    return;
+  }
+
+  if ((s->status & UDX_S_HB_OUT) && !(type & (UDX_FLAGS_DATA_OR_END | UDX_HEADER_MESSAGE | UDX_HEADER_DESTROY))) {
+    s->status = (s->status & ~UDX_S_HB_OUT) | UDX_S_HB_ANSWERED;
+  }
+
+  bool data_in_flight = s->snd_una != s->snd_nxt;
+  bool was_empty = udx__bufq_len(&s->rdq) == 0;
+  bool ack_now = false;
+
+  if (type & UDX_FLAGS_DATA_OR_END) {
+    int got = udx__recv_data(s, &pkt);
+    // An ACK goes out for every DATA/END (as libudx), or once per batch for
+    // in-order data when acks are coalesced: gaps, duplicates and END at once.
+    if (s->ack_policy == UDX_ACK_EACH || got != 1 || (type & UDX_HEADER_END) || s->nranges > 0) {
+      ack_now = true;
+    } else {
+      s->status |= UDX_S_ACK_NEEDED;
+      s->host->wake(s);
+    }
+  }
+
+  if ((type & UDX_HEADER_DESTROY) && udx__seq_ge(pkt.seq, s->rcv_nxt)) {
+    udx__stream_close(s, UV_ECONNRESET);
+    return;
+  }
+
+  if ((type & UDX_HEADER_MESSAGE) && s->cb.on_message) {
+    if (!UDX_CALLBACK(s, s->cb.on_message(s, pkt.data, pkt.data_len)))
+      return;
+  }
+
+  if (s->status & UDX_S_CONNECTED) {
+    udx__process_ack(s, &pkt, data_in_flight);
+    if (udx__stream_dead(s))
+      return;
+  }
+
+  if (ack_now)
+    udx__send_ack(s);
+
+  // Edge-triggered readable: empty -> non-empty, and once at EOF.
+  bool eof = (s->status & UDX_S_ENDED_REMOTE) && !(s->status & UDX_S_EOF_SIGNALED) && udx__bufq_len(&s->rdq) == 0;
+  bool edge = was_empty && udx__bufq_len(&s->rdq) > 0;
+  if (s->status & UDX_S_ENDED_REMOTE) {
+    if (edge || eof)
+      s->status |= UDX_S_EOF_SIGNALED;
+  }
+  if ((edge || eof) && s->cb.on_readable) {
+    if (!UDX_CALLBACK(s, s->cb.on_readable(s)))
+      return;
+  }
+
+  udx__stream_check_close(s);
+  if (udx__stream_dead(s))
+    return;
+
+  udx__send_packets(s);
+}

@@ -1,0 +1,745 @@
+// UDP sockets: one fd under uv_poll, read and dispatched in batches
+// (recvmmsg), datagrams queued and sent in batches (sendmmsg). Transient send
+// errors drop one datagram, are counted and logged at a low rate, and never
+// stop the socket.
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "wire.h"
+
+void
+udx__addr_unmap (struct sockaddr_storage *addr) {
+  if (addr->ss_family != AF_INET6)
+    return;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) addr;
+  if (!IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
+    return;
+  struct sockaddr_in a4;
+  memset(&a4, 0, sizeof(a4));
+  a4.sin_family = AF_INET;
+  a4.sin_port = a6->sin6_port;
+  memcpy(&a4.sin_addr, &a6->sin6_addr.s6_addr[12], 4);
+  memcpy(addr, &a4, sizeof(a4));
+}
+
+socklen_t
+udx__socket_dest (udx_socket_t *sock, const struct sockaddr *to, struct sockaddr_storage *out) {
+  memset(out, 0, sizeof(*out));
+  if (to->sa_family == AF_INET6) {
+    memcpy(out, to, sizeof(struct sockaddr_in6));
+    return sizeof(struct sockaddr_in6);
+  }
+  if (sock->family == AF_INET6) {
+    // IPv4 destination on an IPv6 socket: ::ffff:a.b.c.d
+    const struct sockaddr_in *a4 = (const struct sockaddr_in *) to;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) out;
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = a4->sin_port;
+    a6->sin6_addr.s6_addr[10] = 0xff;
+    a6->sin6_addr.s6_addr[11] = 0xff;
+    memcpy(&a6->sin6_addr.s6_addr[12], &a4->sin_addr, 4);
+    return sizeof(struct sockaddr_in6);
+  }
+  memcpy(out, to, sizeof(struct sockaddr_in));
+  return sizeof(struct sockaddr_in);
+}
+
+void
+udx__socket_send_error (udx_socket_t *sock, int err) {
+  udx_socket_stats_t *st = &sock->stats;
+  const char *kind;
+  switch (err) {
+    case UV_ENETUNREACH:
+      st->send_err_netunreach++;
+      kind = "ENETUNREACH";
+      break;
+    case UV_EHOSTUNREACH:
+      st->send_err_hostunreach++;
+      kind = "EHOSTUNREACH";
+      break;
+    case UV_ECONNREFUSED:
+      st->send_err_connrefused++;
+      kind = "ECONNREFUSED";
+      break;
+    case UV_EPERM:
+    case UV_EACCES:
+      st->send_err_perm++;
+      kind = "EPERM";
+      break;
+    case UV_EMSGSIZE:
+      st->send_err_msgsize++;
+      kind = "EMSGSIZE";
+      break;
+    case UV_ENOBUFS:
+      st->send_err_nobufs++;
+      kind = "ENOBUFS";
+      break;
+    default:
+      st->send_err_other++;
+      kind = uv_err_name(err);
+      break;
+  }
+  udx__log(sock->udx, "send failed (%s), datagram dropped", kind);
+}
+
+// --- held datagrams (fault injection: reordering)
+
+static void
+udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_storage *from, uint64_t now);
+
+static void
+udx__held_arm (udx_socket_t *sock, uint64_t now);
+
+static void
+udx__held_commit_tx (udx_socket_t *sock, udx_held_t *h);
+
+static void
+udx__held_release (udx_socket_t *sock, bool only_next) {
+  uint64_t now = udx__now();
+  uint32_t keep = 0;
+  for (uint32_t i = 0; i < sock->nheld; i++) {
+    udx_held_t h = sock->held[i];
+    bool due = only_next ? h.release_at == 0 : (h.release_at != 0 && h.release_at <= now);
+    if (!due || sock->closing) {
+      sock->held[keep++] = h;
+      continue;
+    }
+    if (h.rx) {
+      udx__socket_dispatch(sock, h.buf, h.len, &h.addr, now);
+    } else {
+      udx__held_commit_tx(sock, &h);
+    }
+    free(h.buf);
+  }
+  sock->nheld = keep;
+  udx__held_arm(sock, now);
+}
+
+static void
+udx__on_held_timer (uv_timer_t *t) {
+  udx_socket_t *sock = t->data;
+  udx__held_release(sock, false);
+  udx__settle(sock->udx);
+}
+
+static void
+udx__held_arm (udx_socket_t *sock, uint64_t now) {
+  uint64_t at = UDX_NEVER;
+  for (uint32_t i = 0; i < sock->nheld; i++) {
+    if (sock->held[i].release_at && sock->held[i].release_at < at)
+      at = sock->held[i].release_at;
+  }
+  if (at == UDX_NEVER || sock->closing) {
+    uv_timer_stop(&sock->held_timer);
+    return;
+  }
+  uint64_t ms = at > now ? (at - now + 999) / 1000 : 0;
+  uv_timer_start(&sock->held_timer, udx__on_held_timer, ms, 0);
+}
+
+static bool
+udx__hold (udx_socket_t *sock, udx_fault_state_t *f, bool rx, const uint8_t *buf, size_t len, const struct sockaddr_storage *addr, uint64_t now) {
+  if (sock->nheld >= UDX_HELD_MAX)
+    return false;
+  uint8_t *copy = malloc(len ? len : 1);
+  if (copy == NULL)
+    return false;
+  memcpy(copy, buf, len);
+  udx_held_t *h = &sock->held[sock->nheld++];
+  h->buf = copy;
+  h->len = len;
+  h->rx = rx;
+  h->addr = *addr;
+  h->release_at = f->cfg.reorder_us ? now + f->cfg.reorder_us : 0;
+  udx__held_arm(sock, now);
+  return true;
+}
+
+// --- transmit queue
+
+static void
+udx__tx_list (udx_socket_t *sock) {
+  if (sock->tx_listed)
+    return;
+  sock->tx_listed = true;
+  sock->next_tx = sock->udx->tx_pending;
+  sock->udx->tx_pending = sock;
+}
+
+static udx_tx_slot_t *
+udx__tx_reserve (udx_socket_t *sock) {
+  if (sock->tx == NULL) {
+    sock->tx = malloc(UDX_TX_SLOTS * sizeof(udx_tx_slot_t));
+    if (sock->tx == NULL)
+      return NULL;
+  }
+  if (sock->tx_len == UDX_TX_SLOTS)
+    udx__socket_flush(sock);
+  if (sock->tx_len == UDX_TX_SLOTS)
+    return NULL;
+  return &sock->tx[(sock->tx_head + sock->tx_len) % UDX_TX_SLOTS];
+}
+
+static void
+udx__held_commit_tx (udx_socket_t *sock, udx_held_t *h) {
+  udx_tx_slot_t *slot = udx__tx_reserve(sock);
+  if (slot == NULL || h->len > UDX_TX_SLOT_SIZE)
+    return;
+  memcpy(slot->buf, h->buf, h->len);
+  slot->len = (uint32_t) h->len;
+  slot->to = h->addr;
+  slot->to_len = h->addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  sock->tx_len++;
+  udx__tx_list(sock);
+}
+
+void
+udx__socket_queue (udx_socket_t *sock, const struct sockaddr *to, const struct iovec *iov, int iovcnt, size_t len, udx_fault_state_t *stream_fault) {
+  if (len > UDX_TX_SLOT_SIZE) {
+    sock->stats.send_err_msgsize++;
+    return;
+  }
+  udx_tx_slot_t *slot = udx__tx_reserve(sock);
+  if (slot == NULL) {
+    sock->stats.send_eagain++; // the socket stayed full: drop, the stream resends
+    return;
+  }
+
+  size_t off = 0;
+  for (int i = 0; i < iovcnt; i++) {
+    memcpy(slot->buf + off, iov[i].iov_base, iov[i].iov_len);
+    off += iov[i].iov_len;
+  }
+  slot->len = (uint32_t) len;
+  slot->to_len = udx__socket_dest(sock, to, &slot->to);
+
+  bool dup = false;
+  udx_fault_state_t *faults[3] = {sock->udx->fault, sock->fault, stream_fault};
+  for (int i = 0; i < 3; i++) {
+    if (faults[i] == NULL)
+      continue;
+    int err = 0;
+    uint64_t now = udx__now();
+    switch (udx__fault_decide(faults[i], UDX_FAULT_TX, now, slot->buf, len, &err)) {
+      case UDX_FAULT_DROP:
+        sock->stats.fault_dropped++;
+        return;
+      case UDX_FAULT_ERROR:
+        udx__socket_send_error(sock, err);
+        return;
+      case UDX_FAULT_HOLD:
+        if (udx__hold(sock, faults[i], false, slot->buf, len, &slot->to, now))
+          return;
+        break;
+      case UDX_FAULT_DUP:
+        dup = true;
+        break;
+      default:
+        break;
+    }
+  }
+
+  sock->tx_len++;
+  udx__tx_list(sock);
+
+  if (dup) {
+    udx_tx_slot_t *copy = udx__tx_reserve(sock);
+    if (copy) {
+      *copy = *slot;
+      sock->tx_len++;
+    }
+  }
+  if (sock->nheld)
+    udx__held_release(sock, true);
+}
+
+static void
+udx__socket_poll_update (udx_socket_t *sock);
+
+void
+udx__socket_flush (udx_socket_t *sock) {
+  if (sock->fd < 0) {
+    sock->tx_len = 0;
+    return;
+  }
+  while (sock->tx_len > 0) {
+    udx_tx_slot_t *batch[UDX_TX_SLOTS];
+    int n = 0;
+    while (n < (int) sock->tx_len && sock->tx_head + n < UDX_TX_SLOTS) {
+      batch[n] = &sock->tx[sock->tx_head + n];
+      n++;
+    }
+    int r = udx__sys_send_batch(sock->fd, batch, n);
+    if (r > 0) {
+      sock->stats.send_batches++;
+      sock->stats.packets_tx += (uint64_t) r;
+      for (int i = 0; i < r; i++)
+        sock->stats.bytes_tx += batch[i]->len;
+      sock->tx_head = (sock->tx_head + (uint32_t) r) % UDX_TX_SLOTS;
+      sock->tx_len -= (uint32_t) r;
+      continue;
+    }
+    if (r == UV_EAGAIN) {
+      // Socket buffer full: resume when writable.
+      sock->stats.send_eagain++;
+      if (!sock->want_writable) {
+        sock->want_writable = true;
+        udx__socket_poll_update(sock);
+      }
+      return;
+    }
+    // A transient (or other) error for the first datagram: drop it only.
+    udx__socket_send_error(sock, r);
+    sock->tx_head = (sock->tx_head + 1) % UDX_TX_SLOTS;
+    sock->tx_len--;
+  }
+  if (sock->want_writable) {
+    sock->want_writable = false;
+    udx__socket_poll_update(sock);
+  }
+}
+
+// --- receive path
+
+static void
+udx__relay (udx_stream_t *s, uint8_t *buf, size_t len) {
+  udx_stream_t *dst = s->relay_to;
+  udx_wire_pkt_t pkt;
+  if (udx__wire_decode(buf, len, &pkt) != UDX_WIRE_OK) {
+    s->stats.malformed++;
+    return;
+  }
+  s->stats.packets_received++;
+  s->stats.bytes_received += len;
+  if (dst && !udx__stream_dead(dst) && (dst->status & UDX_S_CONNECTED)) {
+    const udx_remote_t *to = &dst->remote[dst->cur_remote];
+    udx__write_u32(buf + 4, to->id); // only the id changes
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    if (to->socket)
+      udx__socket_queue(to->socket, (const struct sockaddr *) &to->addr, &iov, 1, len, dst->fault);
+  }
+  if (udx__seq_gt(pkt.seq, s->snd_nxt))
+    s->snd_nxt = pkt.seq;
+  if (pkt.type & UDX_HEADER_DESTROY)
+    udx__stream_close(s, UV_ECONNRESET);
+}
+
+static void
+udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_storage *from, uint64_t now) {
+  uint32_t id;
+  if (udx__wire_peek(buf, len, &id)) {
+    udx_stream_t *s = udx__idmap_get(&sock->udx->ids, id);
+    if (s && !udx__stream_dead(s)) {
+      // Packets from anywhere but the stream's own socket pass the firewall.
+      void *own = (s->status & UDX_S_CONNECTED) ? s->remote[s->cur_remote].socket : NULL;
+      if (own != sock && s->cb.on_firewall) {
+        struct sockaddr_storage addr = *from;
+        udx__addr_unmap(&addr);
+        s->in_callback++;
+        int drop = s->cb.on_firewall(s, sock, (struct sockaddr *) &addr);
+        s->in_callback--;
+        if (drop || udx__stream_dead(s))
+          return;
+      }
+      if (s->relay_to || (s->status & UDX_S_RELAYED)) {
+        udx__relay(s, buf, len);
+        udx__mark_dirty(s);
+        return;
+      }
+      if (s->fault) {
+        int err;
+        int act = udx__fault_decide(s->fault, UDX_FAULT_RX, now, buf, len, &err);
+        if (act == UDX_FAULT_DROP) {
+          sock->stats.fault_dropped++;
+          return;
+        }
+        if (act == UDX_FAULT_DUP)
+          udx__stream_recv(s, buf, len, now);
+      }
+      uint64_t malformed = s->stats.malformed;
+      udx__stream_recv(s, buf, len, now);
+      if (s->stats.malformed != malformed)
+        sock->stats.malformed++;
+      udx__mark_dirty(s);
+      return;
+    }
+  }
+
+  if (sock->on_recv) {
+    udx__addr_unmap(from);
+    sock->stats.raw_rx++;
+    sock->on_recv(sock, buf, len, (struct sockaddr *) from);
+  } else {
+    sock->stats.raw_dropped++;
+  }
+}
+
+static void
+udx__socket_rx (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_storage *from, uint64_t now) {
+  udx_fault_state_t *faults[2] = {sock->udx->fault, sock->fault};
+  bool dup = false;
+  for (int i = 0; i < 2; i++) {
+    if (faults[i] == NULL)
+      continue;
+    int err;
+    switch (udx__fault_decide(faults[i], UDX_FAULT_RX, now, buf, len, &err)) {
+      case UDX_FAULT_DROP:
+        sock->stats.fault_dropped++;
+        return;
+      case UDX_FAULT_HOLD:
+        if (udx__hold(sock, faults[i], true, buf, len, from, now))
+          return;
+        break;
+      case UDX_FAULT_DUP:
+        dup = true;
+        break;
+      default:
+        break;
+    }
+  }
+  if (dup) {
+    uint8_t copy[UDX_RX_BUFFER_SIZE];
+    struct sockaddr_storage addr = *from;
+    memcpy(copy, buf, len);
+    udx__socket_dispatch(sock, copy, len, &addr, now);
+    if (sock->closing)
+      return;
+  }
+  udx__socket_dispatch(sock, buf, len, from, now);
+}
+
+void
+udx__socket_read (udx_socket_t *sock) {
+  udx_t *udx = sock->udx;
+  size_t lens[UDX_RX_BATCH];
+  bool trunc[UDX_RX_BATCH];
+  int budget = UDX_RX_BUDGET;
+
+  // A bounded amount of work per readable event, so timers and acks of other
+  // streams are never starved by a flood.
+  while (budget > 0 && !sock->closing) {
+    int want = budget < UDX_RX_BATCH ? budget : UDX_RX_BATCH;
+    int n = udx__sys_recv_batch(sock->fd, udx->rx_bufs, udx->rx_addrs, lens, trunc, want);
+    if (n <= 0) {
+      if (n < 0 && n != UV_EAGAIN)
+        udx__log(udx, "recv failed (%s)", uv_err_name(n));
+      break;
+    }
+    sock->stats.recv_batches++;
+    uint64_t now = udx__now();
+    for (int i = 0; i < n && !sock->closing; i++) {
+      sock->stats.packets_rx++;
+      sock->stats.bytes_rx += lens[i];
+      if (trunc[i]) {
+        sock->stats.truncated++; // a cut datagram would corrupt data: drop it
+        continue;
+      }
+      udx__socket_rx(sock, udx->rx_bufs + (size_t) i * UDX_RX_BUFFER_SIZE, lens[i], &udx->rx_addrs[i], now);
+    }
+    budget -= n;
+    if (n < want)
+      break;
+  }
+}
+
+static void
+udx__on_poll (uv_poll_t *h, int status, int events) {
+  udx_socket_t *sock = h->data;
+  if (status < 0) {
+    udx__log(sock->udx, "poll failed (%s)", uv_err_name(status));
+    return;
+  }
+  if (events & UV_WRITABLE)
+    udx__socket_flush(sock);
+  if ((events & UV_READABLE) && !sock->closing)
+    udx__socket_read(sock);
+  udx__settle(sock->udx);
+}
+
+static void
+udx__socket_poll_update (udx_socket_t *sock) {
+  if (!sock->polling || sock->closing)
+    return;
+  int events = UV_READABLE | (sock->want_writable ? UV_WRITABLE : 0);
+  uv_poll_start(&sock->poll, events, udx__on_poll);
+}
+
+// --- public socket API
+
+int
+udx_socket_init (udx_t *udx, udx_socket_t **out, udx_socket_close_cb on_close, void *data) {
+  if (udx == NULL || out == NULL)
+    return UV_EINVAL;
+  if (udx->closing)
+    return UV_EINVAL;
+  udx_socket_t *sock = calloc(1, sizeof(*sock));
+  if (sock == NULL)
+    return UV_ENOMEM;
+  sock->udx = udx;
+  sock->fd = -1;
+  sock->on_close = on_close;
+  sock->data = data;
+  sock->ttl = 64;
+  sock->stats.version = UDX_SOCKET_STATS_VERSION;
+  uv_timer_init(udx->loop, &sock->held_timer);
+  sock->held_timer.data = sock;
+  sock->held_timer_init = true;
+
+  sock->next = udx->sockets;
+  if (udx->sockets)
+    udx->sockets->prev = sock;
+  udx->sockets = sock;
+  udx->nsockets++;
+  *out = sock;
+  return 0;
+}
+
+void
+udx_socket_set_data (udx_socket_t *sock, void *data) {
+  sock->data = data;
+}
+
+void *
+udx_socket_get_data (udx_socket_t *sock) {
+  return sock->data;
+}
+
+int
+udx_socket_bind (udx_socket_t *sock, const struct sockaddr *addr, unsigned flags) {
+  if (sock->bound || sock->closing || addr == NULL)
+    return UV_EINVAL;
+  int family = addr->sa_family;
+  socklen_t alen;
+  if (family == AF_INET) {
+    alen = sizeof(struct sockaddr_in);
+  } else if (family == AF_INET6) {
+    alen = sizeof(struct sockaddr_in6);
+  } else {
+    return UV_EINVAL;
+  }
+
+  int fd = udx__sys_socket(family, flags & UDX_SOCKET_IPV6ONLY, flags & UDX_SOCKET_REUSEADDR);
+  if (fd < 0)
+    return fd;
+  if (bind(fd, addr, alen) < 0) {
+    int err = uv_translate_sys_error(errno);
+    close(fd);
+    return err;
+  }
+  udx__sys_set_buffers(fd);
+  udx__sys_set_ttl(fd, family, sock->ttl);
+  udx__sys_set_dontfrag(fd, family);
+
+  int err = uv_poll_init_socket(sock->udx->loop, &sock->poll, fd);
+  if (err < 0) {
+    close(fd);
+    return err;
+  }
+  sock->poll.data = sock;
+  sock->fd = fd;
+  sock->family = family;
+  sock->ipv6only = (flags & UDX_SOCKET_IPV6ONLY) != 0;
+  sock->bound = true;
+  sock->polling = true;
+  udx__socket_poll_update(sock);
+  return 0;
+}
+
+int
+udx_socket_getsockname (udx_socket_t *sock, struct sockaddr_storage *out) {
+  if (!sock->bound)
+    return UV_EBADF;
+  socklen_t len = sizeof(*out);
+  if (getsockname(sock->fd, (struct sockaddr *) out, &len) < 0)
+    return uv_translate_sys_error(errno);
+  return 0;
+}
+
+int
+udx_socket_recv_start (udx_socket_t *sock, udx_socket_recv_cb cb) {
+  if (sock->closing)
+    return UV_EINVAL;
+  sock->on_recv = cb;
+  return 0;
+}
+
+int
+udx_socket_recv_stop (udx_socket_t *sock) {
+  sock->on_recv = NULL;
+  return 0;
+}
+
+int
+udx_socket_send (udx_socket_t *sock, const void *buf, size_t len, const struct sockaddr *to, int ttl) {
+  if (!sock->bound || sock->closing || to == NULL || (buf == NULL && len > 0))
+    return UV_EINVAL;
+  if (ttl < 0 || ttl > 255)
+    return UV_EINVAL;
+  if (to->sa_family != AF_INET && to->sa_family != AF_INET6)
+    return UV_EINVAL;
+  if (to->sa_family == AF_INET6 && sock->family == AF_INET)
+    return UV_EINVAL;
+
+  if (ttl == 0 && len <= UDX_TX_SLOT_SIZE) {
+    struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
+    udx__socket_queue(sock, to, &iov, 1, len, NULL);
+    udx__socket_flush(sock);
+    return 0;
+  }
+
+  // A specific TTL (or a large datagram): send now, in order after the queue.
+  udx__socket_flush(sock);
+  struct sockaddr_storage dest;
+  socklen_t dlen = udx__socket_dest(sock, to, &dest);
+  if (ttl)
+    udx__sys_set_ttl(sock->fd, sock->family, ttl);
+  ssize_t r;
+  do {
+    r = sendto(sock->fd, buf, len, 0, (struct sockaddr *) &dest, dlen);
+  } while (r < 0 && errno == EINTR);
+  int err = r < 0 ? uv_translate_sys_error(errno) : 0;
+  if (ttl)
+    udx__sys_set_ttl(sock->fd, sock->family, sock->ttl);
+  if (err == 0) {
+    sock->stats.packets_tx++;
+    sock->stats.bytes_tx += len;
+  } else if (err == UV_EAGAIN) {
+    sock->stats.send_eagain++;
+  } else {
+    udx__socket_send_error(sock, err);
+  }
+  return 0;
+}
+
+int
+udx_socket_set_ttl (udx_socket_t *sock, int ttl) {
+  if (ttl < 1 || ttl > 255)
+    return UV_EINVAL;
+  sock->ttl = ttl;
+  if (!sock->bound)
+    return 0;
+  return udx__sys_set_ttl(sock->fd, sock->family, ttl);
+}
+
+int
+udx_socket_get_ttl (udx_socket_t *sock, int *ttl) {
+  if (!sock->bound) {
+    *ttl = sock->ttl;
+    return 0;
+  }
+  return udx__sys_get_ttl(sock->fd, sock->family, ttl);
+}
+
+static int
+udx__sockopt_int (udx_socket_t *sock, int opt, int *value, bool set) {
+  if (!sock->bound)
+    return UV_EBADF;
+  socklen_t len = sizeof(*value);
+  int r = set ? setsockopt(sock->fd, SOL_SOCKET, opt, value, len) : getsockopt(sock->fd, SOL_SOCKET, opt, value, &len);
+  return r < 0 ? uv_translate_sys_error(errno) : 0;
+}
+
+int
+udx_socket_get_send_buffer_size (udx_socket_t *sock, int *size) {
+  return udx__sockopt_int(sock, SO_SNDBUF, size, false);
+}
+
+int
+udx_socket_set_send_buffer_size (udx_socket_t *sock, int size) {
+  return udx__sockopt_int(sock, SO_SNDBUF, &size, true);
+}
+
+int
+udx_socket_get_recv_buffer_size (udx_socket_t *sock, int *size) {
+  return udx__sockopt_int(sock, SO_RCVBUF, size, false);
+}
+
+int
+udx_socket_set_recv_buffer_size (udx_socket_t *sock, int size) {
+  return udx__sockopt_int(sock, SO_RCVBUF, &size, true);
+}
+
+static void
+udx__on_socket_handle_closed (uv_handle_t *h) {
+  udx_socket_t *sock = h->data;
+  if (--sock->nhandles > 0)
+    return;
+  if (sock->fd >= 0)
+    close(sock->fd);
+  udx_t *udx = sock->udx;
+  if (sock->prev)
+    sock->prev->next = sock->next;
+  if (sock->next)
+    sock->next->prev = sock->prev;
+  if (udx->sockets == sock)
+    udx->sockets = sock->next;
+  udx->nsockets--;
+  if (sock->on_close)
+    sock->on_close(sock);
+  free(sock->tx);
+  free(sock->fault);
+  free(sock);
+}
+
+int
+udx_socket_close (udx_socket_t *sock) {
+  if (sock->closing)
+    return UV_EINVAL;
+  udx_t *udx = sock->udx;
+  for (uint32_t i = 0; i < udx->ids.cap; i++) {
+    udx_stream_t *s = udx->ids.slots[i];
+    if (s == NULL || udx__stream_dead(s))
+      continue;
+    for (int r = 0; r < 2; r++) {
+      if (s->remote[r].valid && s->remote[r].socket == sock && (s->status & UDX_S_CONNECTED))
+        return UV_EBUSY;
+    }
+  }
+
+  if (sock->bound)
+    udx__socket_flush(sock);
+  for (uint32_t i = 0; i < sock->nheld; i++)
+    free(sock->held[i].buf);
+  sock->closing = true;
+  if (sock->tx_listed) {
+    // unlink from the pending list
+    udx_socket_t **p = &udx->tx_pending;
+    while (*p && *p != sock)
+      p = &(*p)->next_tx;
+    if (*p)
+      *p = sock->next_tx;
+    sock->tx_listed = false;
+  }
+  sock->tx_len = 0;
+
+  sock->nheld = 0;
+  sock->nhandles = 1;
+  uv_timer_stop(&sock->held_timer);
+  uv_close((uv_handle_t *) &sock->held_timer, udx__on_socket_handle_closed);
+  if (sock->polling) {
+    sock->nhandles++;
+    uv_poll_stop(&sock->poll);
+    uv_close((uv_handle_t *) &sock->poll, udx__on_socket_handle_closed);
+  }
+  return 0;
+}
+
+const udx_socket_stats_t *
+udx_socket_stats (udx_socket_t *sock) {
+  return &sock->stats;
+}
+
+int
+udx_socket_set_fault (udx_socket_t *sock, const udx_fault_t *fault) {
+  free(sock->fault);
+  sock->fault = NULL;
+  if (fault == NULL)
+    return 0;
+  sock->fault = udx__fault_new(fault, udx__now());
+  return sock->fault ? 0 : UV_ENOMEM;
+}

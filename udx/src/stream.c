@@ -1,0 +1,396 @@
+// Stream engine: lifecycle, the write/read API, timers and deadlines.
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream.h"
+#include "wire.h"
+
+#define UDX_INITIAL_CWND    10
+#define UDX_INITIAL_TOKENS  25000 // as libudx
+#define UDX_PACING_BURST_US 2000  // token-bucket cap: 2 ms at the pacing rate
+#define UDX_INITIAL_RTO_US  (1 * UDX_US_PER_S)
+#define UDX_ZWP_BACKOFF_MAX 5
+
+void
+udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *host, udx_pool_t *pool, uint64_t now) {
+  s->local_id = local_id;
+  s->host = host;
+  s->pool = pool;
+  s->now = now;
+  s->cur_remote = 0;
+
+  s->send_rwnd = UDX_DEFAULT_RWND_MAX; // assumed until the peer tells
+  s->recv_rwnd_max = UDX_DEFAULT_RWND_MAX;
+  udx__bufq_init(&s->sndq, 0);
+  udx__bufq_init(&s->rdq, 0);
+
+  s->rto = UDX_INITIAL_RTO_US;
+  udx__winfilter_reset(&s->rtt_min, now, 1e18);
+  s->rto_at = s->tlp_at = s->reo_at = s->zwp_at = s->keepalive_at = s->pace_at = s->trace_at = UDX_NEVER;
+  s->timeout_ms = UDX_DEFAULT_TIMEOUT;
+  s->progress_at = now;
+  s->last_rx = now;
+
+  s->ca_state = UDX_CA_OPEN;
+  s->app_limited = UINT64_MAX; // app limited until the network limits us
+  s->cwnd = UDX_INITIAL_CWND;
+  s->tokens = UDX_INITIAL_TOKENS;
+  s->tokens_at = now;
+  s->pacing_burst_us = UDX_PACING_BURST_US;
+
+  udx__mtu_reset(s, 0);
+  udx__bbr_init(s);
+
+  s->stats.version = UDX_STREAM_STATS_VERSION;
+  udx__stream_refresh_stats(s);
+}
+
+void
+udx__stream_engine_free (udx_stream_t *s) {
+  udx__bufq_destroy(&s->sndq, s->pool);
+  udx__bufq_destroy(&s->rdq, s->pool);
+  for (uint32_t i = 0; i < s->ooo_cap; i++) {
+    if (s->ooo[i].buf)
+      udx__freelist_put(&s->pool->slots, s->ooo[i].buf);
+  }
+  free(s->ooo);
+  free(s->pkts);
+  free(s->rtxq);
+  free(s->ranges);
+  s->ooo = NULL;
+  s->pkts = NULL;
+  s->rtxq = NULL;
+  s->ranges = NULL;
+  s->ooo_cap = s->pkts_cap = s->rtxq_cap = s->ranges_cap = 0;
+  s->nranges = s->rtxq_len = 0;
+}
+
+void
+udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now) {
+  s->now = now;
+  s->cur_remote = 0;
+  s->remote[0].valid = true;
+  s->remote[1].valid = false;
+  s->status |= UDX_S_CONNECTED;
+  s->last_rx = now;
+  udx__mtu_reset(s, link_mtu);
+
+  if (s->status & UDX_S_ACK_NEEDED)
+    udx__send_ack(s);
+  udx__stream_flush(s, now);
+}
+
+void
+udx__stream_engine_change_remote (udx_stream_t *s, int link_mtu, uint64_t now) {
+  s->now = now;
+  // the host filled the slot that is not current; packets already sent keep
+  // going to the old remote until everything before the change is acked.
+  s->cur_remote = 1 - s->cur_remote;
+  s->remote[s->cur_remote].valid = true;
+  udx__mtu_reset(s, link_mtu);
+
+  if (s->snd_una == s->snd_nxt) {
+    s->remote[1 - s->cur_remote].valid = false;
+    s->status &= ~UDX_S_CHANGING;
+    s->host->remote_changed(s);
+  } else {
+    s->change_seq = s->snd_nxt;
+    s->status |= UDX_S_CHANGING;
+  }
+}
+
+void
+udx__stream_close (udx_stream_t *s, int status) {
+  if (udx__stream_dead(s))
+    return;
+  s->status |= UDX_S_CLOSED;
+  s->status &= ~UDX_S_CONNECTED;
+  s->close_status = status;
+  s->rto_at = s->tlp_at = s->reo_at = s->zwp_at = s->keepalive_at = s->pace_at = s->trace_at = UDX_NEVER;
+  udx__stream_refresh_stats(s);
+  s->host->closed(s);
+}
+
+// Graceful close: our END acked, the peer's END reached and read.
+void
+udx__stream_check_close (udx_stream_t *s) {
+  uint32_t all = UDX_S_ENDED | UDX_S_ENDED_REMOTE | UDX_S_EOF_READ;
+  if ((s->status & all) == all && !udx__stream_dead(s))
+    udx__stream_close(s, 0);
+}
+
+int
+udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint64_t now) {
+  if (udx__stream_dead(s))
+    return UV_ENOTCONN;
+  if (s->status & UDX_S_ENDING)
+    return UV_EPIPE;
+  s->now = now;
+
+  bool was_idle = s->snd_una == s->snd_nxt && s->sndq.end == s->snd_pkt_off;
+
+  if (len > 0) {
+    int err = udx__bufq_append(&s->sndq, s->pool, buf, len);
+    if (err < 0)
+      return err;
+  }
+  if (end) {
+    s->status |= UDX_S_ENDING;
+    s->end_off = s->sndq.end;
+  }
+
+  // An idle stream facing a zero window probes at once (as libudx).
+  if (was_idle && s->send_rwnd == 0 && (s->status & UDX_S_CONNECTED)) {
+    udx__send_heartbeat(s);
+    s->zwp_at = now + s->rto;
+  }
+
+  s->host->wake(s);
+
+  uint64_t queued = s->sndq.end - s->bytes_acked;
+  uint64_t wnd = udx__min_u64((uint64_t) s->cwnd * udx__max_payload(s), s->send_rwnd);
+  if (queued > UDX_HIGH_WATERMARK + wnd) {
+    s->status |= UDX_S_HWM;
+    return 0;
+  }
+  return 1;
+}
+
+int
+udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t now) {
+  if (udx__stream_dead(s) || !(s->status & UDX_S_CONNECTED))
+    return UV_ENOTCONN;
+  if (len > UDX_MESSAGE_MAX)
+    return UV_EMSGSIZE;
+  s->now = now;
+
+  uint8_t hdr[UDX_HEADER_SIZE];
+  const udx_remote_t *to = &s->remote[s->cur_remote];
+  uint32_t rwnd = udx__recv_rwnd(s);
+  s->last_rwnd = rwnd;
+  udx__wire_header(hdr, UDX_HEADER_MESSAGE, 0, to->id, rwnd, s->snd_nxt, s->rcv_nxt);
+  struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
+  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), &iov, 1);
+  return 0;
+}
+
+int
+udx__stream_destroy (udx_stream_t *s, uint64_t now) {
+  if (udx__stream_dead(s))
+    return 0;
+  s->now = now;
+
+  if ((s->status & UDX_S_RELAYED) || !(s->status & UDX_S_CONNECTED)) {
+    udx__stream_close(s, 0);
+    return 0;
+  }
+
+  // DESTROY carries the next seq and is sent once (as libudx).
+  uint8_t hdr[UDX_HEADER_SIZE];
+  const udx_remote_t *to = &s->remote[s->cur_remote];
+  udx__wire_header(hdr, UDX_HEADER_DESTROY, 0, to->id, udx__recv_rwnd(s), s->snd_nxt, s->rcv_nxt);
+  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), NULL, 0);
+  s->snd_nxt++;
+  udx__stream_close(s, 0);
+  return 1;
+}
+
+// After the reader made room: tell the peer when the window grew a lot or
+// reopened (RFC 1122 4.2.3.3 receiver SWS avoidance).
+void
+udx__stream_maybe_window_update (udx_stream_t *s) {
+  if (!(s->status & UDX_S_CONNECTED) || udx__stream_dead(s))
+    return;
+  uint32_t now_rwnd = udx__recv_rwnd(s);
+  if (now_rwnd <= s->last_rwnd)
+    return;
+  uint64_t cap = s->read_limit ? udx__min_u64(s->read_limit, s->recv_rwnd_max) : s->recv_rwnd_max;
+  uint64_t step = udx__max_u64(2ull * udx__max_payload(s), cap / 4);
+  if (step > cap)
+    step = cap;
+  if (now_rwnd - s->last_rwnd >= step || (s->last_rwnd < udx__max_payload(s) && now_rwnd >= cap / 2)) {
+    udx__send_ack(s);
+    s->host->wake(s);
+  }
+}
+
+static void
+udx__reader_saw_eof (udx_stream_t *s) {
+  if (!(s->status & UDX_S_EOF_READ)) {
+    s->status |= UDX_S_EOF_READ | UDX_S_EOF_SIGNALED;
+    udx__stream_check_close(s);
+  }
+}
+
+ssize_t
+udx__stream_read (udx_stream_t *s, void *buf, size_t max, uint64_t now) {
+  s->now = now;
+  size_t n = 0;
+  uint8_t *out = buf;
+  while (n < max) {
+    const uint8_t *p;
+    size_t avail = udx__bufq_peek(&s->rdq, &p);
+    if (avail == 0)
+      break;
+    size_t take = avail < max - n ? avail : max - n;
+    memcpy(out + n, p, take);
+    n += take;
+    udx__bufq_release(&s->rdq, s->pool, s->rdq.start + take);
+  }
+  if (n > 0) {
+    udx__stream_maybe_window_update(s);
+    return (ssize_t) n;
+  }
+  if (s->status & UDX_S_ENDED_REMOTE) {
+    udx__reader_saw_eof(s);
+    return UV_EOF;
+  }
+  if (udx__stream_dead(s))
+    return s->close_status ? s->close_status : UV_EOF;
+  return 0;
+}
+
+int
+udx__stream_peek (udx_stream_t *s, const uint8_t **p, size_t *len) {
+  *len = udx__bufq_peek(&s->rdq, p);
+  if (*len > 0)
+    return 0;
+  if (s->status & UDX_S_ENDED_REMOTE) {
+    udx__reader_saw_eof(s);
+    return UV_EOF;
+  }
+  if (udx__stream_dead(s))
+    return s->close_status ? s->close_status : UV_EOF;
+  return 0;
+}
+
+void
+udx__stream_consume (udx_stream_t *s, size_t n, uint64_t now) {
+  s->now = now;
+  uint64_t len = udx__bufq_len(&s->rdq);
+  if (n > len)
+    n = (size_t) len;
+  if (n == 0)
+    return;
+  udx__bufq_release(&s->rdq, s->pool, s->rdq.start + n);
+  udx__stream_maybe_window_update(s);
+}
+
+// Keepalive is armed while everything is acked; silence after the peer has
+// shown it answers heartbeats means it is gone.
+static void
+udx__update_idle_timers (udx_stream_t *s) {
+  bool idle = (s->status & UDX_S_CONNECTED) && s->snd_una == s->snd_nxt && s->sndq.end == s->snd_pkt_off;
+  if (idle && s->keepalive_ms) {
+    if (s->keepalive_at == UDX_NEVER)
+      s->keepalive_at = s->now + (uint64_t) s->keepalive_ms * UDX_US_PER_MS;
+  } else {
+    s->keepalive_at = UDX_NEVER;
+  }
+}
+
+void
+udx__stream_flush (udx_stream_t *s, uint64_t now) {
+  if (udx__stream_dead(s))
+    return;
+  s->now = now;
+  if ((s->status & (UDX_S_ACK_NEEDED | UDX_S_CONNECTED)) == (UDX_S_ACK_NEEDED | UDX_S_CONNECTED)) {
+    udx__send_ack(s);
+  }
+  udx__send_packets(s);
+  udx__update_idle_timers(s);
+  udx__stream_refresh_stats(s);
+}
+
+void
+udx__stream_timer (udx_stream_t *s, uint64_t now) {
+  if (udx__stream_dead(s))
+    return;
+  s->now = now;
+
+  if (s->reo_at <= now) {
+    s->reo_at = UDX_NEVER;
+    uint64_t wait = udx__rack_detect_loss(s);
+    if (wait)
+      s->reo_at = now + wait;
+  }
+
+  if (s->tlp_at <= now)
+    udx__on_tlp(s);
+  if (udx__stream_dead(s))
+    return;
+
+  if (s->rto_at <= now)
+    udx__on_rto(s);
+  if (udx__stream_dead(s))
+    return;
+
+  if (s->zwp_at <= now) {
+    s->stats.zwp_count++;
+    udx__send_heartbeat(s);
+    if (s->zwp_backoff < UDX_ZWP_BACKOFF_MAX)
+      s->zwp_backoff++;
+    s->zwp_at = now + ((uint64_t) s->rto << s->zwp_backoff);
+  }
+
+  if (s->keepalive_at <= now) {
+    uint64_t silence = now - s->last_rx;
+    uint64_t limit = udx__max_u64((uint64_t) s->timeout_ms, 3ull * s->keepalive_ms) * UDX_US_PER_MS;
+    if ((s->status & UDX_S_HB_ANSWERED) && s->timeout_ms && silence >= limit) {
+      udx__stream_close(s, UV_ETIMEDOUT);
+      return;
+    }
+    udx__send_heartbeat(s);
+    s->status |= UDX_S_HB_OUT;
+    s->keepalive_at = now + (uint64_t) s->keepalive_ms * UDX_US_PER_MS;
+  }
+
+  if (s->trace_at <= now) {
+    s->trace_at = now + (uint64_t) s->trace_ms * UDX_US_PER_MS;
+    udx__stream_refresh_stats(s);
+    if (s->trace_cb && !UDX_CALLBACK(s, s->trace_cb(s, now, &s->stats)))
+      return;
+  }
+
+  if (s->pace_at <= now)
+    s->pace_at = UDX_NEVER;
+
+  udx__send_packets(s);
+  udx__update_idle_timers(s);
+  udx__stream_refresh_stats(s);
+}
+
+uint64_t
+udx__stream_deadline (const udx_stream_t *s) {
+  if (udx__stream_dead(s))
+    return UDX_NEVER;
+  uint64_t t = s->rto_at;
+  t = udx__min_u64(t, s->tlp_at);
+  t = udx__min_u64(t, s->reo_at);
+  t = udx__min_u64(t, s->zwp_at);
+  t = udx__min_u64(t, s->keepalive_at);
+  t = udx__min_u64(t, s->pace_at);
+  t = udx__min_u64(t, s->trace_at);
+  return t;
+}
+
+void
+udx__stream_refresh_stats (udx_stream_t *s) {
+  udx_stream_stats_t *st = &s->stats;
+  st->mtu = s->mtu;
+  st->max_payload = udx__max_payload(s);
+  st->bbr_state = s->bbr.state;
+  st->rtt_us = s->srtt;
+  st->rttvar_us = s->rttvar;
+  st->rto_us = s->rto;
+  st->min_rtt_us = s->bbr.min_rtt_us == UINT32_MAX ? 0 : s->bbr.min_rtt_us;
+  st->cwnd = s->cwnd;
+  st->inflight = s->inflight;
+  st->send_rwnd = s->send_rwnd;
+  st->recv_rwnd = udx__recv_rwnd(s);
+  st->pacing_rate = s->pacing_rate;
+  st->bbr_bw = (uint64_t) (udx__bbr_bw(s) * (double) UDX_US_PER_S * udx__max_payload(s));
+  st->write_queued = s->sndq.end - s->bytes_acked;
+  st->read_buffered = udx__bufq_len(&s->rdq);
+}

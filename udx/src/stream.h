@@ -1,0 +1,435 @@
+#ifndef UDX_STREAM_H
+#define UDX_STREAM_H
+
+// The stream engine (sans-IO). A stream is a state machine: datagrams and the
+// current time (microseconds) go in through udx__stream_recv/_timer/_flush;
+// datagrams come out through host->send, and udx__stream_deadline says when
+// the host must call udx__stream_timer next. The engine never reads a clock,
+// never touches a socket and never calls libuv.
+//
+// Field names follow TCP where they mean the same (snd_una, snd_nxt, rcv_nxt).
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <uv.h>
+
+#include "bbr.h"
+#include "bufq.h"
+#include "internal.h"
+#include "winfilter.h"
+
+typedef struct udx_pkt_s udx_pkt_t;
+
+// Where datagrams of a stream go. The engine reads id and ipv6; the host owns
+// socket and addr. Slot 0/1: current and previous (during change_remote).
+typedef struct udx_remote_s {
+  void *socket;
+  struct sockaddr_storage addr;
+  uint32_t id;
+  bool ipv6; // IPv6 header overhead (also for v4-mapped on a v6 socket)
+  bool valid;
+} udx_remote_t;
+
+typedef struct udx_host_s {
+  // Hands one datagram to the network. The iov memory is only valid during
+  // the call: the host copies (or sends) it before returning.
+  void (*send)(udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len);
+  // The stream closed (s->close_status). The host delivers on_close and later
+  // on_finalize, outside the engine call.
+  void (*closed)(udx_stream_t *s);
+  // Something was queued outside packet processing: call udx__stream_flush soon.
+  void (*wake)(udx_stream_t *s);
+  // A deferred on_remote_changed must be delivered (host calls it later).
+  void (*remote_changed)(udx_stream_t *s);
+} udx_host_t;
+
+// One sent packet, indexed by seq & (cap - 1) in the outgoing ring.
+#define UDX_PKT_USED          0x01
+#define UDX_PKT_INFLIGHT      0x02 // in the transmit-order list, counted in inflight
+#define UDX_PKT_LOST          0x04 // waiting for retransmission
+#define UDX_PKT_SACKED        0x08 // delivered out of order
+#define UDX_PKT_RETRANSMITTED 0x10 // ever retransmitted (Karn)
+#define UDX_PKT_APP_LIMITED   0x20
+#define UDX_PKT_PROBE         0x40 // MTU probe (padded)
+#define UDX_PKT_IN_RTXQ       0x80
+
+struct udx_pkt_s {
+  uint64_t off;           // stream offset of the payload
+  uint64_t time_sent;     // us, last transmission
+  uint64_t first_sent_ts; // rate sampling (RFC draft-cheng-iccrg-delivery-rate)
+  uint64_t delivered_ts;
+  uint64_t delivered;
+  uint32_t seq;
+  uint32_t tx_prev; // transmit-order list, by seq
+  uint32_t tx_next;
+  uint16_t len;
+  uint8_t type; // DATA / END
+  uint8_t flags;
+  uint8_t padding; // MTU probe padding
+  uint8_t remote;  // remote slot at first transmission
+  uint8_t transmits;
+  uint8_t rto_timeouts;
+};
+
+// An out-of-order packet waiting for the gap before it.
+typedef struct udx_ooo_s {
+  uint8_t *buf; // pool slot, NULL if empty
+  uint32_t seq;
+  uint16_t len;
+  uint8_t type;
+} udx_ooo_t;
+
+typedef struct udx_range_s {
+  uint32_t start;
+  uint32_t end;
+} udx_range_t;
+
+// Rate sample for one ACK (delivery-rate estimation).
+typedef struct udx_rate_sample_s {
+  uint64_t prior_ts;
+  uint64_t prior_delivered;
+  uint64_t prior_time_sent;
+  uint32_t prior_seq;
+  int64_t delivered;   // packets, -1 if invalid
+  int64_t interval_us; // -1 if invalid
+  int64_t rtt_us;      // -1 if none
+  uint32_t acked_sacked;
+  uint32_t losses;
+  bool has_prior;
+  bool is_app_limited;
+  bool is_retrans;
+} udx_rate_sample_t;
+
+enum { UDX_CA_OPEN = 0,
+       UDX_CA_RECOVERY = 1,
+       UDX_CA_LOSS = 2 };
+
+enum { UDX_MTU_STATE_BASE = 1,
+       UDX_MTU_STATE_SEARCH = 2,
+       UDX_MTU_STATE_COMPLETE = 4 };
+
+// Stream status bits.
+#define UDX_S_CONNECTED     0x0001
+#define UDX_S_ENDING        0x0002 // write_end called
+#define UDX_S_END_SENT      0x0004 // our END packetised
+#define UDX_S_ENDED         0x0008 // our END acked
+#define UDX_S_ENDING_REMOTE 0x0010 // remote END received (maybe out of order)
+#define UDX_S_ENDED_REMOTE  0x0020 // rcv_nxt passed the remote END
+#define UDX_S_EOF_READ      0x0040 // the reader saw UV_EOF
+#define UDX_S_CLOSED        0x0080
+#define UDX_S_RELAYED       0x0100
+#define UDX_S_HWM           0x0200 // a write returned 0; on_drain owed
+#define UDX_S_FLUSH         0x0400 // on_flush owed
+#define UDX_S_ACK_NEEDED    0x0800 // an ACK is owed (pre-connect data, batch policy)
+#define UDX_S_EOF_SIGNALED  0x1000
+#define UDX_S_CHANGING      0x2000 // change_remote in progress
+#define UDX_S_HB_ANSWERED   0x4000 // the peer answers HEARTBEATs
+#define UDX_S_HB_OUT        0x8000 // a keepalive HEARTBEAT is outstanding
+
+struct udx_stream_s {
+  // --- identity and host glue
+  udx_t *udx;
+  void *data;
+  const udx_host_t *host;
+  udx_pool_t *pool;
+  udx_stream_callbacks_t cb;
+  uint32_t local_id;
+  uint32_t status;
+  int close_status;
+  udx_remote_t remote[2];
+  uint8_t cur_remote;
+  int in_callback; // > 0 while a user callback runs
+
+  uint64_t now; // us, time of the current engine call
+
+  // --- send side
+  uint32_t snd_una;
+  uint32_t snd_nxt;
+  uint32_t snd_wl1;
+  uint32_t snd_wl2;
+  uint32_t send_rwnd;   // bytes, peer's window
+  udx_bufq_t sndq;      // bytes written, not yet acked
+  uint64_t snd_pkt_off; // next byte to packetise
+  uint64_t end_off;     // write_end position
+  uint64_t bytes_acked; // total bytes delivered (cumulative or sacked)
+  uint64_t flush_off;   // on_flush owed when everything below this is acked
+
+  udx_pkt_t *pkts; // outgoing ring indexed by seq
+  uint32_t pkts_cap;
+  uint32_t tx_head; // oldest transmission (seq); valid if inflight > 0
+  uint32_t tx_tail;
+  uint32_t inflight;       // packets in the transmit-order list
+  uint64_t inflight_bytes; // their datagram bytes
+  uint32_t *rtxq;          // FIFO of seqs to retransmit
+  uint32_t rtxq_cap;
+  uint32_t rtxq_head;
+  uint32_t rtxq_len;
+  uint32_t lost_pending; // packets flagged LOST
+  uint32_t sacked;       // packets SACKed above snd_una
+
+  // RTT (RFC 6298), microseconds
+  uint32_t srtt;
+  uint32_t rttvar;
+  uint32_t rto;
+  udx_winfilter_t rtt_min; // RACK min RTT over 300 s
+
+  // timers (absolute us, UDX_NEVER if not armed)
+  uint64_t rto_at;
+  uint64_t tlp_at;
+  uint64_t reo_at;
+  uint64_t zwp_at;
+  uint64_t keepalive_at;
+  uint64_t pace_at;
+  uint64_t trace_at;
+  uint32_t rto_backoff; // consecutive RTO firings (exponential backoff)
+  uint64_t progress_at; // last forward progress (for the give-up timeout)
+  uint64_t last_rx;     // last datagram from the peer
+  uint32_t timeout_ms;  // give-up time
+  uint32_t keepalive_ms;
+  uint32_t zwp_backoff;
+
+  // loss recovery, RACK-TLP (RFC 8985)
+  uint8_t ca_state;
+  uint32_t high_seq;
+  uint64_t rack_xmit_ts;
+  uint32_t rack_end_seq; // seq + 1 of the most recently sent delivered packet
+  uint32_t rack_rtt;
+  uint32_t rack_fack;
+  bool reordering_seen;
+  bool tlp_in_flight;
+  bool tlp_is_retrans;
+  bool tlp_permitted;
+  uint32_t tlp_end_seq;
+
+  // delivery rate
+  uint64_t delivered;
+  uint64_t delivered_ts;
+  uint64_t first_sent_ts;
+  uint64_t app_limited; // 0 = not app limited, else delivered mark
+  uint64_t lost;
+
+  // congestion control (BBR) and pacing
+  uint32_t cwnd;
+  uint32_t ssthresh;
+  udx_bbr_t bbr;
+  uint64_t pacing_rate; // bytes/s
+  int64_t tokens;       // bytes (may go negative: debt)
+  uint64_t tokens_at;   // last refill
+  uint32_t pacing_burst_us;
+
+  // MTU search (RFC 8899 style, in band)
+  uint16_t mtu;
+  uint16_t mtu_max;
+  uint16_t mtu_probe_size;
+  uint8_t mtu_state;
+  uint8_t mtu_probe_count;
+  bool mtu_probe_wanted;
+  uint32_t change_seq; // change_remote completes when acked past this
+
+  // --- receive side
+  uint32_t rcv_nxt;
+  uint32_t remote_end_seq;
+  udx_bufq_t rdq; // in-order bytes for the reader
+  udx_ooo_t *ooo; // ring indexed by seq
+  uint32_t ooo_cap;
+  uint32_t ooo_count;
+  uint64_t ooo_bytes;
+  udx_range_t *ranges; // received ranges above rcv_nxt, sorted
+  uint32_t nranges;
+  uint32_t ranges_cap;
+  uint32_t recv_rwnd_max;
+  uint64_t read_limit; // 0 = unlimited
+  uint32_t last_rwnd;  // last advertised
+  int ack_policy;
+
+  // --- relay
+  udx_stream_t *relay_to;
+
+  // --- faults and tracing (applied by the host)
+  struct udx_fault_state_s *fault;
+  udx_stream_trace_cb trace_cb;
+  uint32_t trace_ms;
+
+  udx_stream_stats_t stats;
+
+  // --- io fields: the engine never touches these
+  uv_timer_t timer;
+  uint64_t timer_at;
+  udx_stream_t *next_dirty;
+  udx_stream_t *next_closing;
+  bool dirty;
+  bool closing;
+  bool timer_init;
+  bool finalizing;
+  bool remote_changed_owed;
+};
+
+// --- engine API (stream.c, recv.c, send.c, ack.c)
+
+void
+udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *host, udx_pool_t *pool, uint64_t now);
+
+void
+udx__stream_engine_free (udx_stream_t *s);
+
+// The host filled s->remote[0] (socket, addr, id, ipv6); link_mtu is the
+// interface MTU towards the peer (0 or -1 unknown).
+void
+udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now);
+
+// Switches to remote slot (filled by the host); see udx_stream_change_remote.
+void
+udx__stream_engine_change_remote (udx_stream_t *s, int link_mtu, uint64_t now);
+
+// One datagram for this stream (header included, already demultiplexed).
+void
+udx__stream_recv (udx_stream_t *s, const uint8_t *buf, size_t len, uint64_t now);
+
+// Runs the timers that are due.
+void
+udx__stream_timer (udx_stream_t *s, uint64_t now);
+
+// Sends what the windows and pacing allow (after writes, at batch end).
+void
+udx__stream_flush (udx_stream_t *s, uint64_t now);
+
+// When udx__stream_timer must run next (UDX_NEVER if nothing is armed).
+uint64_t
+udx__stream_deadline (const udx_stream_t *s);
+
+int
+udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint64_t now);
+
+int
+udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t now);
+
+// Abortive close: DESTROY if connected. Returns 1 if DESTROY was sent.
+int
+udx__stream_destroy (udx_stream_t *s, uint64_t now);
+
+ssize_t
+udx__stream_read (udx_stream_t *s, void *buf, size_t max, uint64_t now);
+
+int
+udx__stream_peek (udx_stream_t *s, const uint8_t **p, size_t *len);
+
+void
+udx__stream_consume (udx_stream_t *s, size_t n, uint64_t now);
+
+// Closes the stream now with status (no packet is sent).
+void
+udx__stream_close (udx_stream_t *s, int status);
+
+void
+udx__stream_refresh_stats (udx_stream_t *s);
+
+// --- internal helpers shared between engine files
+
+static inline uint32_t
+udx__max_payload (const udx_stream_t *s) {
+  return (uint32_t) s->mtu - (s->remote[s->cur_remote].ipv6 ? UDX_IPV6_OVERHEAD : UDX_IPV4_OVERHEAD);
+}
+
+static inline udx_pkt_t *
+udx__pkt (udx_stream_t *s, uint32_t seq) {
+  udx_pkt_t *p = &s->pkts[seq & (s->pkts_cap - 1)];
+  return ((p->flags & UDX_PKT_USED) && p->seq == seq) ? p : NULL;
+}
+
+static inline bool
+udx__stream_dead (const udx_stream_t *s) {
+  return (s->status & UDX_S_CLOSED) != 0;
+}
+
+uint32_t
+udx__recv_rwnd (const udx_stream_t *s);
+
+void
+udx__send_ack (udx_stream_t *s);
+
+void
+udx__send_heartbeat (udx_stream_t *s);
+
+void
+udx__send_packets (udx_stream_t *s);
+
+void
+udx__send_emit (udx_stream_t *s, uint8_t remote, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt);
+
+void
+udx__retransmit_queue_push (udx_stream_t *s, udx_pkt_t *p);
+
+void
+udx__tx_list_remove (udx_stream_t *s, udx_pkt_t *p);
+
+void
+udx__tx_list_append (udx_stream_t *s, udx_pkt_t *p);
+
+void
+udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight);
+
+void
+udx__arm_timers_after_send (udx_stream_t *s, bool arm_tlp);
+
+void
+udx__rearm_rto (udx_stream_t *s);
+
+bool
+udx__schedule_tlp (udx_stream_t *s);
+
+bool
+udx__tlp_send (udx_stream_t *s);
+
+uint64_t
+udx__rack_detect_loss (udx_stream_t *s);
+
+void
+udx__on_rto (udx_stream_t *s);
+
+void
+udx__on_tlp (udx_stream_t *s);
+
+void
+udx__mtu_on_probe_acked (udx_stream_t *s, udx_pkt_t *p);
+
+void
+udx__mtu_on_probe_lost (udx_stream_t *s, udx_pkt_t *p);
+
+void
+udx__mtu_on_ack (udx_stream_t *s);
+
+int
+udx__mtu_padding (udx_stream_t *s, size_t udx_len);
+
+void
+udx__mtu_reset (udx_stream_t *s, int link_mtu);
+
+void
+udx__rate_on_send (udx_stream_t *s, udx_pkt_t *p);
+
+void
+udx__rate_on_delivered (udx_stream_t *s, udx_pkt_t *p, udx_rate_sample_t *rs);
+
+void
+udx__rate_generate (udx_stream_t *s, uint32_t delivered, uint32_t lost, udx_rate_sample_t *rs);
+
+void
+udx__rate_check_app_limited (udx_stream_t *s);
+
+void
+udx__pacing_refill (udx_stream_t *s);
+
+void
+udx__pacing_on_send (udx_stream_t *s, size_t bytes);
+
+void
+udx__stream_check_close (udx_stream_t *s);
+
+void
+udx__stream_maybe_window_update (udx_stream_t *s);
+
+// Calls a user callback; returns false if the stream died in it.
+#define UDX_CALLBACK(s, call) \
+  ((s)->in_callback++, (call), (s)->in_callback--, !udx__stream_dead(s))
+
+#endif

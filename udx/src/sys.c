@@ -1,0 +1,206 @@
+// Operating-system specifics of the UDP socket: options, link MTU, batched
+// receive and send. Linux gets recvmmsg/sendmmsg; other POSIX systems loop.
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "io.h"
+
+static const int udx__sndbuf = 212992;
+static const int udx__rcvbufs[] = {1048576, 524288, 262144, 212992};
+
+int
+udx__sys_socket (int family, bool ipv6only, bool reuseaddr) {
+#ifdef SOCK_NONBLOCK
+  int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return uv_translate_sys_error(errno);
+#else
+  int fd = socket(family, SOCK_DGRAM, 0);
+  if (fd < 0)
+    return uv_translate_sys_error(errno);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+#endif
+  int on = 1;
+  if (family == AF_INET6) {
+    int v6only = ipv6only ? 1 : 0;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+  }
+  if (reuseaddr) {
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  }
+  return fd;
+}
+
+// libudx's sizes: SO_SNDBUF 212992; SO_RCVBUF 1 MiB, stepping down.
+void
+udx__sys_set_buffers (int fd) {
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &udx__sndbuf, sizeof(udx__sndbuf));
+  for (size_t i = 0; i < sizeof(udx__rcvbufs) / sizeof(udx__rcvbufs[0]); i++) {
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &udx__rcvbufs[i], sizeof(int)) == 0)
+      break;
+  }
+}
+
+int
+udx__sys_set_ttl (int fd, int family, int ttl) {
+  int r = 0;
+  if (family == AF_INET6) {
+    r = setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &ttl, sizeof(ttl));
+    setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)); // v4 traffic on a dual-stack socket
+  } else {
+    r = setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+  }
+  return r < 0 ? uv_translate_sys_error(errno) : 0;
+}
+
+int
+udx__sys_get_ttl (int fd, int family, int *ttl) {
+  socklen_t len = sizeof(*ttl);
+  int r = family == AF_INET6 ? getsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, ttl, &len)
+                             : getsockopt(fd, IPPROTO_IP, IP_TTL, ttl, &len);
+  return r < 0 ? uv_translate_sys_error(errno) : 0;
+}
+
+// Don't fragment, and ignore the kernel's PMTU cache: the MTU search probes.
+void
+udx__sys_set_dontfrag (int fd, int family) {
+#if defined(IP_MTU_DISCOVER) && defined(IP_PMTUDISC_PROBE)
+  int v = IP_PMTUDISC_PROBE;
+  setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v));
+  if (family == AF_INET6) {
+    int v6 = IPV6_PMTUDISC_PROBE;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v6, sizeof(v6));
+  }
+#elif defined(IP_DONTFRAG)
+  int on = 1;
+  setsockopt(fd, IPPROTO_IP, IP_DONTFRAG, &on, sizeof(on));
+  if (family == AF_INET6)
+    setsockopt(fd, IPPROTO_IPV6, IPV6_DONTFRAG, &on, sizeof(on));
+#else
+  (void) fd;
+  (void) family;
+#endif
+}
+
+int
+udx__sys_link_mtu (const struct sockaddr *addr) {
+#if defined(IP_MTU) && defined(IPV6_MTU)
+  int family = addr->sa_family;
+  socklen_t alen = family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  int mtu = -1;
+  if (connect(fd, addr, alen) == 0) {
+    socklen_t len = sizeof(mtu);
+    int r = family == AF_INET6 ? getsockopt(fd, IPPROTO_IPV6, IPV6_MTU, &mtu, &len)
+                               : getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len);
+    if (r < 0)
+      mtu = -1;
+  }
+  close(fd); // always, also when connect failed
+  return mtu;
+#else
+  (void) addr;
+  return -1;
+#endif
+}
+
+int
+udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size_t *lens, bool *truncated, int n) {
+#ifdef __linux__
+  struct mmsghdr msgs[UDX_RX_BATCH];
+  struct iovec iov[UDX_RX_BATCH];
+  if (n > UDX_RX_BATCH)
+    n = UDX_RX_BATCH;
+  for (int i = 0; i < n; i++) {
+    iov[i].iov_base = bufs + (size_t) i * UDX_RX_BUFFER_SIZE;
+    iov[i].iov_len = UDX_RX_BUFFER_SIZE;
+    memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
+    msgs[i].msg_hdr.msg_name = &addrs[i];
+    msgs[i].msg_hdr.msg_namelen = sizeof(addrs[i]);
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+  int r;
+  do {
+    r = recvmmsg(fd, msgs, (unsigned) n, MSG_DONTWAIT, NULL);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0)
+    return uv_translate_sys_error(errno);
+  for (int i = 0; i < r; i++) {
+    lens[i] = msgs[i].msg_len;
+    truncated[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+  }
+  return r;
+#else
+  int got = 0;
+  while (got < n) {
+    struct iovec iov = {bufs + (size_t) got * UDX_RX_BUFFER_SIZE, UDX_RX_BUFFER_SIZE};
+    struct msghdr h;
+    memset(&h, 0, sizeof(h));
+    h.msg_name = &addrs[got];
+    h.msg_namelen = sizeof(addrs[got]);
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    ssize_t r = recvmsg(fd, &h, MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      if (got > 0)
+        break;
+      return uv_translate_sys_error(errno);
+    }
+    lens[got] = (size_t) r;
+    truncated[got] = (h.msg_flags & MSG_TRUNC) != 0;
+    got++;
+  }
+  return got;
+#endif
+}
+
+int
+udx__sys_send_batch (int fd, udx_tx_slot_t *const *slots, int n) {
+#ifdef __linux__
+  struct mmsghdr msgs[UDX_TX_SLOTS];
+  struct iovec iov[UDX_TX_SLOTS];
+  if (n > UDX_TX_SLOTS)
+    n = UDX_TX_SLOTS;
+  for (int i = 0; i < n; i++) {
+    iov[i].iov_base = slots[i]->buf;
+    iov[i].iov_len = slots[i]->len;
+    memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
+    msgs[i].msg_hdr.msg_name = &slots[i]->to;
+    msgs[i].msg_hdr.msg_namelen = slots[i]->to_len;
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+  int r;
+  do {
+    r = sendmmsg(fd, msgs, (unsigned) n, MSG_DONTWAIT);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0)
+    return uv_translate_sys_error(errno);
+  return r;
+#else
+  for (int i = 0; i < n; i++) {
+    ssize_t r;
+    do {
+      r = sendto(fd, slots[i]->buf, slots[i]->len, 0, (struct sockaddr *) &slots[i]->to, slots[i]->to_len);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+      return i > 0 ? i : uv_translate_sys_error(errno);
+  }
+  return n;
+#endif
+}

@@ -1,0 +1,325 @@
+// Tests over real loopback sockets: streams, raw datagrams, IPv6 and dual
+// stack, many streams per socket, send-error injection, MTU search to 1500.
+
+#include "../src/io.h"
+#include "io_helpers.h"
+
+static uint64_t
+expect_hash (uint64_t seed, uint64_t total) {
+  uint64_t h = 0;
+  uint8_t buf[4096];
+  for (uint64_t off = 0; off < total; off += sizeof(buf)) {
+    size_t n = total - off < sizeof(buf) ? (size_t) (total - off) : sizeof(buf);
+    for (size_t i = 0; i < n; i++)
+      buf[i] = test_byte(seed, off + i);
+    h = test_hash(h, buf, n);
+  }
+  return h;
+}
+
+// Two streams over two sockets: a writes `total` bytes to b, b writes
+// `total_back` to a, both END; returns when both are finalized.
+static void
+duplex (const char *ip_a, unsigned flags_a, const char *ip_b, unsigned flags_b, const char *connect_a, const char *connect_b, uint64_t total, uint64_t total_back) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, ip_a, flags_a);
+  udx_socket_t *sb = io_bind(udx, ip_b, flags_b);
+
+  int done = 0;
+  io_app_t aa = {.seed = 11, .to_write = total, .end_after = true, .read_seed = 22, .done_counter = &done};
+  io_app_t ab = {.seed = 22, .to_write = total_back, .end_after = true, .read_seed = 11, .done_counter = &done};
+  udx_stream_t *a = io_stream(udx, 1, &aa);
+  udx_stream_t *b = io_stream(udx, 2, &ab);
+  io_connect(a, sa, 2, sb, connect_a);
+  io_connect(b, sb, 1, sa, connect_b);
+  io_pump(a);
+  io_pump(b);
+
+  bool ok = io_run_until(&loop, &done, 2, 20000);
+  if (!ok) {
+    fprintf(stderr, "read a=%llu b=%llu closed %d %d\n", (unsigned long long) aa.read, (unsigned long long) ab.read, aa.closed, ab.closed);
+  }
+  CHECK(ok);
+  CHECK_EQ(ab.read, total);
+  CHECK(ab.hash == expect_hash(11, total));
+  CHECK_EQ(aa.read, total_back);
+  CHECK(aa.hash == expect_hash(22, total_back));
+  CHECK(aa.eof && ab.eof);
+  CHECK_EQ(aa.close_status, 0);
+  CHECK_EQ(ab.close_status, 0);
+  CHECK_EQ(aa.finishes, 1);
+
+  const udx_socket_stats_t *st = udx_socket_stats(sa);
+  CHECK(st->packets_tx > 0 && st->packets_rx > 0);
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
+static void
+test_write_read (void) {
+  duplex("127.0.0.1", 0, "127.0.0.1", 0, "127.0.0.1", "127.0.0.1", 8 << 20, 100000);
+}
+
+static void
+test_ipv6 (void) {
+  duplex("::1", UDX_SOCKET_IPV6ONLY, "::1", UDX_SOCKET_IPV6ONLY, "::1", "::1", 1 << 20, 1 << 20);
+}
+
+static void
+test_dual_stack (void) {
+  // a: IPv4 socket; b: dual-stack "::" socket that reaches a over IPv4.
+  duplex("127.0.0.1", 0, "::", 0, "127.0.0.1", "127.0.0.1", 1 << 20, 1 << 20);
+}
+
+// --- raw datagrams
+
+typedef struct {
+  int got;
+  size_t len;
+  uint8_t buf[2048];
+  struct sockaddr_storage from;
+} raw_t;
+
+static void
+on_raw (udx_socket_t *sock, const uint8_t *buf, size_t len, const struct sockaddr *from) {
+  raw_t *r = udx_socket_get_data(sock);
+  r->got++;
+  r->len = len;
+  memcpy(r->buf, buf, len);
+  memcpy(&r->from, from, from->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+}
+
+static void
+raw_roundtrip (const char *ip_a, unsigned fa, const char *ip_b, unsigned fb, const char *dest, int expect_family) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, ip_a, fa);
+  udx_socket_t *sb = io_bind(udx, ip_b, fb);
+  raw_t r = {0};
+  udx_socket_set_data(sb, &r);
+  CHECK(udx_socket_recv_start(sb, on_raw) == 0);
+
+  struct sockaddr_storage to;
+  io_addr(dest, io_port(sb), &to);
+  CHECK(udx_socket_send(sa, "hello", 5, (struct sockaddr *) &to, 0) == 0);
+  CHECK(udx_socket_send(sa, "ttl", 3, (struct sockaddr *) &to, 5) == 0);
+  // a UDX-looking datagram for an unknown id is raw too
+  uint8_t fake[20] = {0xff, 1, 0, 0, 9, 9, 9, 9};
+  CHECK(udx_socket_send(sa, fake, sizeof(fake), (struct sockaddr *) &to, 0) == 0);
+  CHECK(io_run_until(&loop, &r.got, 3, 5000));
+  CHECK_EQ(r.len, 20);
+  CHECK_EQ(r.from.ss_family, expect_family); // v4-mapped sources come out as v4
+  int ttl;
+  CHECK(udx_socket_get_ttl(sa, &ttl) == 0);
+  CHECK_EQ(ttl, 64); // restored after the per-send TTL
+  CHECK(udx_socket_send(sa, "x", 1, (struct sockaddr *) &to, 256) == UV_EINVAL);
+  CHECK_EQ(udx_socket_stats(sb)->raw_rx, 3);
+
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
+static void
+test_raw (void) {
+  raw_roundtrip("127.0.0.1", 0, "127.0.0.1", 0, "127.0.0.1", AF_INET);
+}
+
+static void
+test_raw_ipv6 (void) {
+  raw_roundtrip("::1", UDX_SOCKET_IPV6ONLY, "::1", UDX_SOCKET_IPV6ONLY, "::1", AF_INET6);
+}
+
+static void
+test_raw_dual_stack (void) {
+  raw_roundtrip("127.0.0.1", 0, "::", 0, "127.0.0.1", AF_INET);
+}
+
+static void
+test_socket_buffers (void) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *s = io_bind(udx, "127.0.0.1", 0);
+  int snd = 0, rcv = 0;
+  CHECK(udx_socket_get_send_buffer_size(s, &snd) == 0);
+  CHECK(udx_socket_get_recv_buffer_size(s, &rcv) == 0);
+  CHECK(snd >= 212992); // Linux reports twice the requested size, capped by wmem_max
+  CHECK(rcv >= 212992);
+  // binding twice or closing with a stream attached is refused
+  struct sockaddr_storage a;
+  io_addr("127.0.0.1", 0, &a);
+  CHECK(udx_socket_bind(s, (struct sockaddr *) &a, 0) == UV_EINVAL);
+  io_app_t app = {0};
+  udx_stream_t *st = io_stream(udx, 5, &app);
+  udx_stream_t *dup;
+  CHECK(udx_stream_init(udx, &dup, 5, &io_callbacks, NULL) == UV_EADDRINUSE);
+  struct sockaddr_storage zero;
+  io_addr("127.0.0.1", 0, &zero);
+  CHECK(udx_stream_connect(st, s, 6, (struct sockaddr *) &zero) == UV_EINVAL); // port 0
+  io_connect(st, s, 6, s, "127.0.0.1");
+  CHECK(udx_stream_connect(st, s, 6, (struct sockaddr *) &a) == UV_EISCONN);
+  CHECK(udx_socket_close(s) == UV_EBUSY);
+  CHECK(udx_close(udx, NULL) == UV_EBUSY);
+  CHECK(udx_stream_destroy(st) == 1);
+  int done = 0;
+  app.done_counter = &done;
+  CHECK(io_run_until(&loop, &done, 1, 2000));
+  udx_socket_t *socks[1] = {s};
+  io_close_all(&loop, udx, socks, 1);
+}
+
+// --- many streams on one socket pair
+
+#define MANY 16
+
+static void
+test_many_streams (void) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  int done = 0;
+  io_app_t apps[2 * MANY];
+  memset(apps, 0, sizeof(apps));
+  for (int i = 0; i < MANY; i++) {
+    io_app_t *x = &apps[2 * i], *y = &apps[2 * i + 1];
+    *x = (io_app_t){.seed = 100 + i, .to_write = 256 * 1024 + i * 1000, .end_after = true, .read_seed = 200 + i, .done_counter = &done};
+    *y = (io_app_t){.seed = 200 + i, .to_write = 1000 * i, .end_after = true, .read_seed = 100 + i, .done_counter = &done};
+    udx_stream_t *a = io_stream(udx, 1000 + 2 * i, x);
+    udx_stream_t *b = io_stream(udx, 1000 + 2 * i + 1, y);
+    io_connect(a, sa, 1000 + 2 * i + 1, sb, "127.0.0.1");
+    io_connect(b, sb, 1000 + 2 * i, sa, "127.0.0.1");
+    io_pump(a);
+    io_pump(b);
+  }
+  CHECK(io_run_until(&loop, &done, 2 * MANY, 30000));
+  for (int i = 0; i < MANY; i++) {
+    CHECK_EQ(apps[2 * i + 1].read, 256 * 1024 + i * 1000);
+    CHECK(apps[2 * i + 1].hash == expect_hash(100 + i, 256 * 1024 + i * 1000));
+    CHECK_EQ(apps[2 * i].read, 1000 * i);
+    CHECK_EQ(apps[2 * i].close_status, 0);
+  }
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
+// --- send errors on one stream do not stop the others
+
+static void
+clear_fault (uv_timer_t *t) {
+  udx_stream_set_fault(t->data, NULL);
+}
+
+static void
+test_send_errors (void) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+
+  int done = 0, other_done = 0;
+  io_app_t bad_w = {.seed = 1, .to_write = 1 << 20, .end_after = true, .done_counter = &done};
+  io_app_t bad_r = {.read_seed = 1, .end_after = true, .done_counter = &done};
+  io_app_t ok_w = {.seed = 2, .to_write = 2 << 20, .end_after = true, .done_counter = &other_done};
+  io_app_t ok_r = {.read_seed = 2, .end_after = true, .done_counter = &other_done};
+  udx_stream_t *w1 = io_stream(udx, 1, &bad_w);
+  udx_stream_t *r1 = io_stream(udx, 2, &bad_r);
+  udx_stream_t *w2 = io_stream(udx, 3, &ok_w);
+  udx_stream_t *r2 = io_stream(udx, 4, &ok_r);
+  io_connect(w1, sa, 2, sb, "127.0.0.1");
+  io_connect(r1, sb, 1, sa, "127.0.0.1");
+  io_connect(w2, sa, 4, sb, "127.0.0.1");
+  io_connect(r2, sb, 3, sa, "127.0.0.1");
+
+  // Every datagram of w1 fails with a transient error for a while.
+  udx_fault_t f = {.seed = 9, .direction = UDX_FAULT_TX, .send_error = 1.0, .send_errno = UV_EHOSTUNREACH};
+  CHECK(udx_stream_set_fault(w1, &f) == 0);
+  io_pump(w1);
+  io_pump(r1);
+  io_pump(w2);
+  io_pump(r2);
+
+  uv_timer_t t;
+  uv_timer_init(&loop, &t);
+  t.data = w1;
+  uv_timer_start(&t, clear_fault, 1500, 0);
+
+  // The healthy stream finishes while the other one is failing.
+  CHECK(io_run_until(&loop, &other_done, 2, 20000));
+  CHECK_EQ(ok_r.read, 2 << 20);
+  CHECK(bad_r.read < (1 << 20));
+  const udx_socket_stats_t *st = udx_socket_stats(sa);
+  CHECK(st->send_err_hostunreach > 0);
+  // ... and the failing one recovers once the errors stop.
+  CHECK(io_run_until(&loop, &done, 2, 20000));
+  CHECK_EQ(bad_r.read, 1 << 20);
+  CHECK(bad_r.hash == expect_hash(1, 1 << 20));
+  uv_close((uv_handle_t *) &t, NULL);
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
+// --- MTU search reaches 1500 over loopback
+
+static void
+on_finish_mtu (udx_stream_t *s) {
+  io_app_t *a = udx_stream_get_data(s);
+  a->finishes++;
+  a->flushes = (int) udx_stream_stats(s)->mtu; // stash the MTU
+}
+
+static void
+test_mtu (void) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  int done = 0;
+  io_app_t aa = {.seed = 5, .to_write = 4 << 20, .end_after = true, .done_counter = &done};
+  io_app_t ab = {.read_seed = 5, .end_after = true, .done_counter = &done};
+  udx_stream_callbacks_t cbs = io_callbacks;
+  cbs.on_finish = on_finish_mtu;
+  udx_stream_t *a;
+  CHECK(udx_stream_init(udx, &a, 1, &cbs, &aa) == 0);
+  udx_stream_t *b = io_stream(udx, 2, &ab);
+  io_connect(a, sa, 2, sb, "127.0.0.1");
+  io_connect(b, sb, 1, sa, "127.0.0.1");
+  io_pump(a);
+  io_pump(b);
+  CHECK(io_run_until(&loop, &done, 2, 20000));
+  CHECK_EQ(aa.flushes, 1500);
+  CHECK_EQ(ab.read, 4 << 20);
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
+static const test_case_t cases[] = {
+    {"write_read", test_write_read},
+    {"ipv6", test_ipv6},
+    {"dual_stack", test_dual_stack},
+    {"raw", test_raw},
+    {"raw_ipv6", test_raw_ipv6},
+    {"raw_dual_stack", test_raw_dual_stack},
+    {"socket_buffers", test_socket_buffers},
+    {"many_streams", test_many_streams},
+    {"send_errors", test_send_errors},
+    {"mtu", test_mtu},
+    {NULL, NULL},
+};
+
+int
+main (int argc, char **argv) {
+  return test_main(argc, argv, cases);
+}
