@@ -81,6 +81,7 @@ end
 
 local Node = {}
 Node.__index = Node
+M.Node = Node
 
 --- opts: env, transport, bootstrap (list; default none), host, port,
 -- any_port, ephemeral (nil = adaptive), firewalled, concurrency,

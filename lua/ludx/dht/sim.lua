@@ -225,7 +225,7 @@ function M.world(opts)
       for i = 1, n do t[i] = string.char(math.floor(rand() * 256)) end
       return table.concat(t)
     end,
-    resolve = function(host) return host end,
+    wall_time = function() return clock.t end,
   }
   local net = M.network(env, { loss = opts.loss, latency = opts.latency or function() return 1 + math.floor(rand() * 9) end, seed = opts.loss_seed })
   return setmetatable({ clock = clock, env = env, net = net }, World)
