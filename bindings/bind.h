@@ -101,4 +101,7 @@ ludx_bind_udx (lua_State *L);
 void
 ludx_bind_testdata (lua_State *L);
 
+void
+ludx_bind_crypto (lua_State *L);
+
 #endif

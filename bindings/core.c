@@ -21,6 +21,7 @@ luaopen_ludx_core (lua_State *L) {
   ludx_bind_dns(L);
   ludx_bind_udx(L);
   ludx_bind_testdata(L);
+  ludx_bind_crypto(L);
   // When the state closes, every handle still open is closed and the loop
   // runs until they are gone.
   lua_newuserdata(L, 1);

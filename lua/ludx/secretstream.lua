@@ -1,0 +1,571 @@
+-- ludx.secretstream: @hyperswarm/secret-stream over any byte stream.
+--
+-- The raw stream needs only read([max][, timeout]), write(data[, timeout]),
+-- finish([timeout]) and close() (a udx stream, or ludx.pipe in tests). Its
+-- write must take the whole buffer even when it returns ETIMEDOUT (the udx
+-- contract: the wait is for the drain, not for room). Encryption and framing
+-- happen in C (core.crypto.framer), one frame per write, never per packet
+-- in Lua.
+--
+--   local ss = secretstream.wrap(raw, {
+--     initiator = true,              -- required
+--     keypair = kp,                  -- default: a random one
+--     remote_public_key = pk,        -- expected peer key (XX), or the responder's key (IK initiator)
+--     pattern = "XX",                -- or "IK"
+--     keepalive = ms,                -- send an empty message after ms without writes
+--     handshake_timeout = 10000,     -- ms; ETIMEDOUT when the Noise handshake takes longer
+--     handshake = {tx=, rx=, hash=, public_key=, remote_public_key=},  -- external (hyperdht)
+--   })
+--   ss:ready([timeout]) ss:read([max][, timeout]) ss:write(data[, timeout])
+--   ss:finish([timeout]) ss:close() ss:stats()
+--   ss.public_key, ss.remote_public_key, ss.handshake_hash (once ready)
+--
+-- Errors are nil, msg, code. A stream that fails (bad input, handshake
+-- failure, raw stream error) closes its raw stream and then returns the
+-- same error from every call. Codes: EHANDSHAKE (Noise failed, incl. an
+-- invalid point, or the raw stream ended during it), EREMOTEKEY (the peer's
+-- static key is not remote_public_key), EDECRYPT (a frame did not
+-- authenticate: bit flip, replay, reorder), EFRAME (bad length, truncated at
+-- EOF), EHEADER / ESTREAMID (bad id/header frame), ETIMEDOUT (handshake
+-- timeout), or the raw stream's own code (ECONNRESET, ...).
+--
+-- A reader task pumps raw bytes into the framer while the stream is open,
+-- and a keep-alive task runs when keepalive is set: close() (or a failure)
+-- ends both, finish() ends the keep-alive task, EOF ends the reader.
+local ludx = require "ludx"
+local C = require("ludx.core").crypto
+
+local M = {}
+M.MAX_WRITE = C.MAX_WRITE
+
+local type, tostring, select, unpack, concat = type, tostring, select, unpack, table.concat
+local now = ludx.now
+
+-- The reader task stops pulling raw bytes while this much plaintext waits
+-- for the user's read (backpressure reaches the raw stream).
+local READ_HIGHWATER = 4 * 1024 * 1024
+
+-- Writes made before the handshake completes are queued up to this many
+-- bytes; past it, write waits for the handshake.
+local PENDING_LIMIT = 1024 * 1024
+
+local Stream = {}
+Stream.__index = Stream
+
+local function pack(...)
+  return { n = select("#", ...), ... }
+end
+
+local function argerr(name, fname, expected, got)
+  error("bad argument '" .. name .. "' to '" .. fname .. "' (" .. expected .. " expected, got " .. got .. ")", 3)
+end
+
+local function check_bytes(v, len, name, fname, optional)
+  if v == nil and optional then return nil end
+  if type(v) ~= "string" or #v ~= len then
+    argerr(name, fname, len .. "-byte string", type(v) == "string" and #v .. " bytes" or type(v))
+  end
+  return v
+end
+
+local function check_ms(v, name, fname)
+  if v == nil then return nil end
+  if type(v) ~= "number" or v < 0 or v ~= v then argerr(name, fname, "non-negative number of ms", tostring(v)) end
+  return v
+end
+
+function M.keypair(seed)
+  check_bytes(seed, 32, "seed", "keypair", true)
+  local pk, sk = C.keypair(seed)
+  return { public_key = pk, secret_key = sk }
+end
+
+local function deadline_of(timeout)
+  return timeout and now() + timeout
+end
+
+local function left(deadline)
+  if not deadline then return nil end
+  local t = deadline - now()
+  return t > 0 and t or 0
+end
+
+---------------------------------------------------------------------------
+-- Failure and shutdown.
+
+local function wake_everyone(self)
+  self.readers:wake_all(false)
+  self.ready_waiters:wake_all(false)
+  self.lock_waiters:wake_all(false)
+  self.pump_waiters:wake_all(false)
+  self.keepalive_waiters:wake_all(false)
+end
+
+local function release(self)
+  if self.hs_timer then
+    self.hs_timer:cancel()
+    self.hs_timer = nil
+  end
+  if self.noise then
+    self.noise:destroy()
+    self.noise = nil
+  end
+  self.framer_stats = self.framer:stats()
+  self.framer:destroy()
+  self.rbuf, self.rhead, self.rtail, self.rbytes = {}, 1, 0, 0
+  self.pending, self.pending_bytes = {}, 0
+  wake_everyone(self)
+  ludx.untrack(self)
+  pcall(self.raw.close, self.raw)
+end
+
+-- Ends the stream with an error; safe outside a task (timers).
+local function fail(self, msg, code)
+  if self.err or self.closed then return end
+  self.err = { msg = msg, code = code }
+  release(self)
+end
+
+local function dead(self)
+  if self.err then return nil, self.err.msg, self.err.code end
+  if self.closed then return nil, "stream is closed", "EPIPE" end
+  return false
+end
+
+---------------------------------------------------------------------------
+-- Raw writes: one lock orders every frame, so the order of encryption is
+-- the order on the wire (the secretstream nonce is implicit).
+
+local function lock(self, deadline, fname)
+  while self.locked do
+    local ok, msg, code = self.lock_waiters:wait("secretstream write", left(deadline), fname)
+    if ok == nil and code then return nil, msg, code end
+    local r, m, c = dead(self)
+    if r == nil then return nil, m, c end
+  end
+  local r, m, c = dead(self)
+  if r == nil then return nil, m, c end
+  self.locked = true
+  return true
+end
+
+local function unlock(self)
+  self.locked = false
+  self.lock_waiters:wake_one(true)
+end
+
+-- Writes bytes while holding the lock. A raw error other than a drain
+-- timeout fails the stream: part of a frame may be on the wire.
+local function raw_write(self, bytes, deadline)
+  local ok, msg, code = self.raw:write(bytes, left(deadline))
+  if ok then return true end
+  if code ~= "ETIMEDOUT" then fail(self, msg or "raw write failed", code or "EIO") end
+  return nil, msg, code
+end
+
+local function encrypt(self, data)
+  local frame, msg, code = self.framer:encrypt(data)
+  if not frame then
+    fail(self, msg, code)
+    return nil, msg, code
+  end
+  self.last_write = now()
+  return frame
+end
+
+---------------------------------------------------------------------------
+-- Handshake.
+
+-- Keys are known: send our id/header frame and every queued write, in the
+-- same raw write as the last handshake message (out). Runs with the lock.
+local function complete(self, r, out)
+  self.public_key = r.public_key
+  self.remote_public_key = r.remote_public_key
+  self.handshake_hash = r.hash
+  local header, msg, code = self.framer:start(self.initiator, r.tx, r.rx, r.hash)
+  if not header then return nil, msg, code end
+  out[#out + 1] = header
+  for i = 1, #self.pending do
+    local frame, m, c = encrypt(self, self.pending[i])
+    if not frame then return nil, m, c end
+    out[#out + 1] = frame
+  end
+  self.pending, self.pending_bytes = {}, 0
+  self.is_ready = true
+  self.last_write = now()
+  if self.hs_timer then
+    self.hs_timer:cancel()
+    self.hs_timer = nil
+  end
+  if self.noise then
+    self.noise:destroy()
+    self.noise = nil
+  end
+  self.ready_waiters:wake_all(true)
+  return true
+end
+
+local function handshake_error(msg, code)
+  -- an invalid point or a message at the wrong time is a failed handshake
+  if code == "EBADKEY" or code == "ESTATE" or code == "EINVAL" then
+    return "Noise handshake failed: " .. msg, "EHANDSHAKE"
+  end
+  return msg, code
+end
+
+-- Our next Noise messages (framed) after a step; then keys if complete.
+local function advance(self)
+  local out = {}
+  while self.noise:status() == "send" do
+    local m, msg, code = self.noise:send("")
+    if not m then return nil, handshake_error(msg, code) end
+    out[#out + 1] = C.frame(m)
+  end
+  local ok, msg, code = lock(self, nil, "handshake")
+  if not ok then return nil, msg, code end
+  if self.noise:complete() then
+    ok, msg, code = complete(self, self.noise:result(), out)
+    if not ok then
+      unlock(self)
+      return nil, msg, code
+    end
+  end
+  if #out > 0 then ok, msg, code = raw_write(self, concat(out)) end
+  unlock(self)
+  if not ok and code ~= "ETIMEDOUT" then return nil, msg, code end
+  return true
+end
+
+local function on_handshake_message(self, message)
+  if not self.noise then return nil, "Noise handshake failed: unexpected message", "EHANDSHAKE" end
+  local payload, msg, code = self.noise:recv(message)
+  if not payload then return nil, handshake_error(msg, code) end
+  return advance(self) -- secret-stream payloads are empty; any payload is dropped
+end
+
+---------------------------------------------------------------------------
+-- The reader task.
+
+local function push_plain(self, data)
+  self.rtail = self.rtail + 1
+  self.rbuf[self.rtail] = data
+  self.rbytes = self.rbytes + #data
+  self.readers:wake_one(true)
+end
+
+local function on_eof(self)
+  if not self.is_ready then
+    return fail(self, "Noise handshake failed: the stream ended during the handshake", "EHANDSHAKE")
+  end
+  if self.framer:pending() > 0 then
+    return fail(self, "Invalid message received: truncated frame at the end of the stream", "EFRAME")
+  end
+  if not self.framer:ready() then
+    return fail(self, "Invalid header message received: the stream ended before it", "EHEADER")
+  end
+  self.eof = true
+  self.readers:wake_all(true)
+end
+
+local function pump(self)
+  local raw, framer = self.raw, self.framer
+  while true do
+    while self.rbytes >= READ_HIGHWATER and not (self.err or self.closed) do
+      self.pump_waiters:wait("secretstream reader backpressure")
+    end
+    if self.err or self.closed then return end
+    local chunk, msg, code = raw:read()
+    if self.err or self.closed then return end
+    if chunk == nil then
+      if msg then return fail(self, msg, code or "EIO") end
+      return on_eof(self)
+    end
+    self.raw_bytes_in = self.raw_bytes_in + #chunk
+    local data, hmsg, hcode = framer:feed(chunk)
+    while true do
+      if data == nil then return fail(self, hmsg, hcode) end
+      if #data > 0 then push_plain(self, data) end
+      if hmsg == nil then break end
+      local ok, m, c = on_handshake_message(self, hmsg)
+      if not ok then return fail(self, m, c) end
+      if self.err or self.closed then return end
+      data, hmsg, hcode = framer:feed("")
+    end
+  end
+end
+
+local function keepalive(self)
+  local period = self.keepalive
+  while not (self.err or self.closed or self.finishing) do
+    local idle = now() - self.last_write
+    if self.is_ready and idle >= period then
+      local ok = lock(self, nil, "keepalive")
+      if not ok then return end
+      if not self.finishing and now() - self.last_write >= period then
+        local frame = encrypt(self, "")
+        if frame then
+          self.keepalives_out = self.keepalives_out + 1
+          raw_write(self, frame)
+        end
+      end
+      unlock(self)
+    else
+      self.keepalive_waiters:wait("secretstream keepalive", self.is_ready and period - idle or period)
+    end
+  end
+end
+
+---------------------------------------------------------------------------
+-- Construction.
+
+local function check_options(raw, opts)
+  local fname = "wrap"
+  if type(raw) ~= "table" and type(raw) ~= "userdata" then argerr("raw", fname, "stream", type(raw)) end
+  for _, m in ipairs({ "read", "write", "finish", "close" }) do
+    local ok, f = pcall(function() return raw[m] end)
+    if not ok or type(f) ~= "function" then argerr("raw", fname, "stream with read/write/finish/close", "no " .. m) end
+  end
+  if type(opts) ~= "table" then argerr("opts", fname, "table", type(opts)) end
+  if type(opts.initiator) ~= "boolean" then argerr("opts.initiator", fname, "boolean", type(opts.initiator)) end
+  local kp = opts.keypair
+  if kp ~= nil then
+    if type(kp) ~= "table" then argerr("opts.keypair", fname, "{public_key=, secret_key=}", type(kp)) end
+    check_bytes(kp.public_key, 32, "opts.keypair.public_key", fname)
+    check_bytes(kp.secret_key, 64, "opts.keypair.secret_key", fname)
+  end
+  check_bytes(opts.remote_public_key, 32, "opts.remote_public_key", fname, true)
+  check_ms(opts.keepalive, "opts.keepalive", fname)
+  check_ms(opts.handshake_timeout, "opts.handshake_timeout", fname)
+  local pattern = opts.pattern or "XX"
+  if pattern ~= "XX" and pattern ~= "IK" then argerr("opts.pattern", fname, "'XX' or 'IK'", tostring(pattern)) end
+  if pattern == "IK" and opts.initiator and not opts.remote_public_key then
+    argerr("opts.remote_public_key", fname, "the responder's key for an IK initiator", "nil")
+  end
+  local hs = opts.handshake
+  if hs ~= nil then
+    if type(hs) ~= "table" then argerr("opts.handshake", fname, "table", type(hs)) end
+    check_bytes(hs.tx, 32, "opts.handshake.tx", fname)
+    check_bytes(hs.rx, 32, "opts.handshake.rx", fname)
+    check_bytes(hs.hash, 64, "opts.handshake.hash", fname)
+    check_bytes(hs.public_key, 32, "opts.handshake.public_key", fname, true)
+    check_bytes(hs.remote_public_key, 32, "opts.handshake.remote_public_key", fname, true)
+  end
+  return pattern
+end
+
+--- Wraps a raw byte stream; must be called in a task. Returns the stream at
+-- once: the handshake runs in its reader task (see ready()).
+function M.wrap(raw, opts)
+  local pattern = check_options(raw, opts)
+  if not ludx.running() then error("secretstream.wrap must be called inside ludx.run (it starts tasks)", 2) end
+  local self = setmetatable({
+    raw = raw,
+    initiator = opts.initiator,
+    keepalive = opts.keepalive and opts.keepalive > 0 and opts.keepalive or nil,
+    framer = C.framer(),
+    rbuf = {}, rhead = 1, rtail = 0, rbytes = 0,
+    pending = {}, pending_bytes = 0,
+    readers = ludx.waiters(), ready_waiters = ludx.waiters(), lock_waiters = ludx.waiters(),
+    pump_waiters = ludx.waiters(), keepalive_waiters = ludx.waiters(),
+    last_write = now(),
+    raw_bytes_in = 0, keepalives_out = 0,
+  }, Stream)
+
+  local first -- what goes on the wire before anything else
+  local hs = opts.handshake
+  if hs then
+    -- external handshake (hyperdht): no Noise frames, both sides send
+    -- their id/header frame at once (secret-stream A.3 step 7)
+    self.public_key = hs.public_key
+    self.remote_public_key = hs.remote_public_key
+    self.handshake_hash = hs.hash
+    first = assert(self.framer:start(self.initiator, hs.tx, hs.rx, hs.hash))
+    self.is_ready = true
+  else
+    local kp = opts.keypair or M.keypair()
+    self.public_key = kp.public_key
+    self.noise = C.noise(pattern, self.initiator, kp, "", opts.remote_public_key)
+    if self.initiator then first = C.frame(assert(self.noise:send(""))) end
+    local ms = opts.handshake_timeout or 10000
+    self.hs_timer = ludx.after(ms, function()
+      self.hs_timer = nil
+      if not self.is_ready then fail(self, "Noise handshake timed out after " .. ms .. " ms", "ETIMEDOUT") end
+    end)
+  end
+
+  -- The first frame goes out before any write can take the lock.
+  if first then self.locked = true end
+  ludx.spawn("secretstream reader", function()
+    if first then
+      raw_write(self, first)
+      unlock(self)
+    end
+    pump(self)
+  end)
+  if self.keepalive then ludx.spawn("secretstream keepalive", keepalive, self) end
+  ludx.track(self)
+  return self
+end
+
+---------------------------------------------------------------------------
+-- The stream API.
+
+--- Waits for the handshake; true, or nil, msg, code.
+function Stream:ready(timeout)
+  ludx.check_timeout(timeout, "ready")
+  local deadline = deadline_of(timeout)
+  while true do
+    local r, msg, code = dead(self)
+    if r == nil then return nil, msg, code end
+    if self.is_ready then return true end
+    local ok, m, c = self.ready_waiters:wait("secretstream handshake", left(deadline), "ready")
+    if ok == nil and c then return nil, m, c end
+  end
+end
+
+local function take(self, max)
+  local n = max and math.min(max, self.rbytes) or self.rbytes
+  local out, got = {}, 0
+  while got < n do
+    local c = self.rbuf[self.rhead]
+    if #c <= n - got then
+      out[#out + 1] = c
+      got = got + #c
+      self.rbuf[self.rhead] = nil
+      self.rhead = self.rhead + 1
+    else
+      local want = n - got
+      out[#out + 1] = c:sub(1, want)
+      self.rbuf[self.rhead] = c:sub(want + 1)
+      got = n
+    end
+  end
+  self.rbytes = self.rbytes - n
+  if self.rbytes < READ_HIGHWATER then self.pump_waiters:wake_all(true) end
+  return #out == 1 and out[1] or concat(out)
+end
+
+--- All decrypted bytes available, up to max; nil at EOF; nil, msg, code.
+function Stream:read(max, timeout)
+  if max ~= nil and (type(max) ~= "number" or max < 1 or max % 1 ~= 0) then
+    error("bad argument 'max' to 'read' (positive integer expected, got " .. tostring(max) .. ")", 2)
+  end
+  ludx.check_timeout(timeout, "read")
+  if self.reading then return nil, "busy reading", "EBUSY" end
+  local deadline = deadline_of(timeout)
+  self.reading = true
+  local r
+  while true do
+    local d, msg, code = dead(self)
+    if d == nil then
+      r = pack(nil, msg, code)
+    elseif self.rbytes > 0 then
+      r = pack(take(self, max))
+    elseif self.eof then
+      r = pack(nil)
+    else
+      local ok, m, c = self.readers:wait("secretstream read", left(deadline), "read")
+      if ok == nil and c then r = pack(nil, m, c) end
+    end
+    if r then break end
+  end
+  self.reading = false
+  return unpack(r, 1, r.n)
+end
+
+--- One write is one frame (at most MAX_WRITE bytes). Before the handshake
+-- completes, writes are queued and return true at once (up to 1 MiB; past
+-- that, write waits for the handshake). ETIMEDOUT: the raw stream did not
+-- drain in time (the frame is queued there and goes out), or another frame
+-- (keep-alive, handshake, finish) held the raw stream (nothing was sent).
+function Stream:write(data, timeout)
+  if type(data) ~= "string" then error("bad argument 'data' to 'write' (string expected, got " .. type(data) .. ")", 2) end
+  ludx.check_timeout(timeout, "write")
+  local d, msg, code = dead(self)
+  if d == nil then return nil, msg, code end
+  if self.finishing then return nil, "write after finish", "EPIPE" end
+  if #data > M.MAX_WRITE then return nil, "Message is too large for an atomic write", "ETOOLARGE" end
+  if self.writing then return nil, "busy writing", "EBUSY" end
+  if not self.is_ready and self.pending_bytes + #data <= PENDING_LIMIT then
+    self.pending[#self.pending + 1] = data
+    self.pending_bytes = self.pending_bytes + #data
+    return true
+  end
+  self.writing = true
+  local deadline = deadline_of(timeout)
+  local ok, m, c = true, nil, nil
+  if not self.is_ready then ok, m, c = self:ready(left(deadline)) end
+  if ok then ok, m, c = lock(self, deadline, "write") end
+  if ok then
+    local frame
+    frame, m, c = encrypt(self, data)
+    if frame then ok, m, c = raw_write(self, frame, deadline) else ok = nil end
+    unlock(self)
+  end
+  self.writing = false
+  if not ok then return nil, m, c end
+  return true
+end
+
+--- Flushes (queued writes go out once the handshake completes), then ends
+-- the raw stream (udx END). Returns what raw:finish returns. No write is
+-- taken once finish was called; when finish times out before the END was
+-- issued, calling it again goes on.
+function Stream:finish(timeout)
+  ludx.check_timeout(timeout, "finish")
+  local d, msg, code = dead(self)
+  if d == nil then return nil, msg, code end
+  if self.finished then return nil, "stream is finished", "EPIPE" end
+  if self.finish_busy then return nil, "busy finishing", "EBUSY" end
+  self.finishing = true
+  self.keepalive_waiters:wake_all(false)
+  self.finish_busy = true
+  local deadline = deadline_of(timeout)
+  local ok, m, c = self:ready(left(deadline))
+  if ok then ok, m, c = lock(self, deadline, "finish") end
+  if not ok then
+    self.finish_busy = false
+    return nil, m, c
+  end
+  self.finished = true -- the END is issued now, whatever raw:finish returns
+  local r = pack(self.raw:finish(left(deadline)))
+  unlock(self)
+  self.finish_busy = false
+  return unpack(r, 1, r.n)
+end
+
+--- Closes the stream and destroys the raw stream (the peer sees a reset).
+function Stream:close()
+  if self.closed then return true end
+  local failed = self.err ~= nil
+  self.closed = true
+  if not failed then release(self) end
+  return true
+end
+
+--- The raw stream's stats (fields copied when it returns a table, and
+-- as .raw), plus the frame counters of this layer.
+function Stream:stats()
+  local s = {}
+  if type(self.raw.stats) == "function" then
+    local ok, r = pcall(self.raw.stats, self.raw)
+    if ok and r ~= nil then
+      if type(r) == "table" then
+        for k, v in pairs(r) do s[k] = v end
+      end
+      s.raw = r
+    end
+  end
+  local f = self.framer_stats or self.framer:stats()
+  s.frames_in = f.frames_in or 0
+  s.frames_out = f.frames_out or 0
+  s.keepalives_in = f.keepalives_in or 0
+  s.keepalives_out = self.keepalives_out
+  s.plaintext_in = f.bytes_in or 0
+  s.plaintext_out = f.bytes_out or 0
+  s.raw_bytes_in = self.raw_bytes_in
+  return s
+end
+
+M.Stream = Stream
+return M
