@@ -418,7 +418,6 @@ function Node:_add_node_from_network(sample, from, to)
   local old = self.table:get(from.id)
   if old then
     if sample and (old.sampled == 0 or self.tick - old.sampled >= OLD_NODE) then
-      old.to = to
       old.sampled = self.tick
       self:_nat_add(to.host, to.port)
     end
@@ -438,6 +437,7 @@ function Node:_add_node(n)
     n.sampled = self.tick
     self:_nat_add(n.to.host, n.to.port)
   end
+  n.to = nil -- only needed for that first sample
   self:emit("add-node", n)
 end
 

@@ -173,7 +173,7 @@ function Socket:send(data, port, host)
   local net = self.net
   net.stats.sent = net.stats.sent + 1
   local key = host .. ":" .. port
-  self.seen[key] = true
+  if net.firewalls[self.host] then self.seen[key] = true end
   if net.loss > 0 and net.rand() < net.loss then
     net.stats.lost = net.stats.lost + 1
     return true
