@@ -199,8 +199,8 @@ describe("hyperdht over the simulated network", function()
         seen[#seen + 1] = { noise = hs.noise, peer_address = hs.peer_address, from = req.from }
         return { noise = "reply:" .. hs.noise }
       end,
-      onpeerholepunch = function(hp)
-        return { payload = "punch:" .. hp.payload }
+      onpeerholepunch = function(hp, _, respond)
+        respond({ payload = "punch:" .. hp.payload })
       end,
     })
     local started = false

@@ -7,8 +7,8 @@
 -- Paths: a direct reply (connect to the node we asked); a server that is
 -- OPEN (its first public address, else the address the relay saw); a
 -- client that is OPEN (the server connects to us; we wait for its first
--- packet). Holepunching through NATs is not done here yet: without one of
--- these paths the connect fails with CANNOT_HOLEPUNCH.
+-- packet); otherwise holepunching (ludx.dht.holepunch) through the
+-- server's relay, and the stream runs on the puncher socket.
 local ludx = require "ludx"
 local compact = require "ludx.compact"
 local crypto = require "ludx.dht.crypto"
@@ -16,6 +16,7 @@ local hm = require "ludx.dht.hyperdht_messages"
 local consts = require "ludx.dht.constants"
 local errors = require "ludx.dht.errors"
 local server_mod = require "ludx.dht.server"
+local holepunch = require "ludx.dht.holepunch"
 
 local FIREWALL, ERROR = consts.FIREWALL, consts.ERROR
 local PARALLEL = 2
@@ -163,9 +164,29 @@ function M.connect(node, public_key, opts, timeout)
       if c == "ETIMEDOUT" then return nil, "Holepunch aborted", "HOLEPUNCH_ABORTED" end
       return nil, m, c
     end
+  elseif holepunchable then
+    local puncher
+    local sock, port, host = await("dht holepunch", left(), function(cb)
+      puncher = holepunch.client(h, {
+        target = target,
+        payload = sp,
+        secret = crypto.holepunch_secret(res.result.hash),
+        relay_address = res.address,
+        server_address = res.server_address,
+        session = h:session(),
+        fast_open = opts.fast_open,
+      }, cb)
+    end)
+    if not sock then
+      if puncher then puncher:destroy() end
+      stream:close()
+      return nil, port, host
+    end
+    stream:connect(sock.udx, remote_id, port, host)
+    puncher:release()
   else
     stream:close()
-    return nil, "Cannot holepunch to remote (not supported yet)", "CANNOT_HOLEPUNCH"
+    return nil, "Cannot holepunch to remote", "CANNOT_HOLEPUNCH"
   end
 
   local secretstream = require "ludx.secretstream"

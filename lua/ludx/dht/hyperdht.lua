@@ -41,6 +41,7 @@ function M.new(opts)
   self.persistent = nil
   self.plugins = {}
   self.listening = {}
+  self.extra_sockets = {}
   self.handler = function(req) return self:_on_app_request(req) end
   self:on("persistent", function()
     if not self.persistent then self.persistent = persistent_mod.new(self, { max_size = opts.max_size, max_age = opts.max_age }) end
@@ -288,6 +289,36 @@ function HyperDHT:mutable_put(keypair, value, opts, cb)
     cb({ public_key = keypair.public_key, closest_nodes = q:closest_nodes(), seq = seq, signature = signature })
   end
   return q:start()
+end
+
+--- A puncher socket: DHT messages on it go to the node's I/O, 1-byte
+-- datagrams to onprobe(data, host, port). Closed with the node.
+function HyperDHT:acquire_socket(onprobe)
+  if self.destroyed then return nil, errors.NODE_DESTROYED() end
+  local sock, msg, code = self.io.transport.bind(self.io.host, 0)
+  if not sock then return nil, errors.new(code or "EBIND", msg or "bind failed") end
+  self.extra_sockets[sock] = true
+  sock.onmessage = function(data, host, port)
+    if #data > 1 then
+      self.io:onmessage(sock, data, host, port)
+    elseif onprobe then
+      onprobe(data, host, port)
+    end
+  end
+  local close = sock.close
+  sock.close = function(s)
+    self.extra_sockets[s] = nil
+    return close(s)
+  end
+  return sock
+end
+
+function HyperDHT:destroy()
+  if self.destroyed then return end
+  rpc.Node.destroy(self)
+  local list = {}
+  for s in pairs(self.extra_sockets) do list[#list + 1] = s end
+  for _, s in ipairs(list) do s:close() end
 end
 
 M.filter_node = filter_node

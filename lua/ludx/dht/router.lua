@@ -3,8 +3,9 @@
 -- steps every node performs, and the client calls.
 --
 -- A server registers {record, onpeerhandshake, onpeerholepunch} for its own
--- target; its handlers return {noise = , socket = ?} / {payload =, socket =?}
--- or nil (no reply).
+-- target: onpeerhandshake(msg, req) returns {noise =, socket = ?} or nil (no
+-- reply); onpeerholepunch(msg, req, respond) calls respond({payload =,
+-- socket = ?}) or respond(nil), now or later.
 local compact = require "ludx.compact"
 local hm = require "ludx.dht.hyperdht_messages"
 local cache = require "ludx.dht.cache"
@@ -105,10 +106,12 @@ function Router:on_peer_holepunch(req)
     req:relay(compact.encode(hm.holepunch, { mode = FROM_RELAY, id = id, payload = payload, peer_address = req.from }), peer_address or relay)
   elseif mode == FROM_RELAY then
     if not (state and state.onpeerholepunch) or not peer_address then return end
-    local reply = state.onpeerholepunch({ id = id, payload = payload, peer_address = peer_address }, req)
-    if not reply then return end
-    req:relay(compact.encode(hm.holepunch, { mode = FROM_SERVER, id = 0, payload = reply.payload, peer_address = peer_address }), req.from,
-      { socket = reply.socket })
+    -- the server may answer later (it samples its NAT first)
+    state.onpeerholepunch({ id = id, payload = payload, peer_address = peer_address }, req, function(reply)
+      if not reply then return end
+      req:relay(compact.encode(hm.holepunch, { mode = FROM_SERVER, id = 0, payload = reply.payload, peer_address = peer_address }), req.from,
+        { socket = reply.socket })
+    end)
   elseif mode == FROM_SERVER then
     req:reply(compact.encode(hm.holepunch, { mode = REPLY, id = id, payload = payload, peer_address = req.from }),
       { to = peer_address, token = false, closer_nodes = false })

@@ -11,6 +11,7 @@ local hm = require "ludx.dht.hyperdht_messages"
 local consts = require "ludx.dht.constants"
 local announcer_mod = require "ludx.dht.announcer"
 local errors = require "ludx.dht.errors"
+local holepunch = require "ludx.dht.holepunch"
 
 local FIREWALL, ERROR = consts.FIREWALL, consts.ERROR
 local HANDSHAKE_CLEAR_WAIT = 10000
@@ -67,7 +68,11 @@ function Server:listen(keypair, timeout)
     relay = nil,
     record = self.announcer.record,
     onpeerhandshake = function(hs, req) return self:_on_peer_handshake(hs, req) end,
-    onpeerholepunch = function() return nil end,
+    onpeerholepunch = function(msg, req, respond)
+      local hs = self.holepunches[msg.id]
+      if not hs or not hs.punch or self.closed then return respond(nil) end
+      holepunch.on_holepunch(self.h, self.announcer, hs.punch, msg, req, respond)
+    end,
   })
   local ann = self.announcer
   local r = { require("ludx.dht")._await("dht listen", timeout, function(cb) ann:start(function() cb(true) end) end) }
@@ -124,7 +129,19 @@ function Server:_on_peer_handshake(msg, req)
     end)
   end
   if not hs then return nil end
-  return { noise = hs.reply }
+  -- a server that will holepunch answers from its puncher socket, so the
+  -- relay tells the client that address
+  return { noise = hs.reply, socket = hs.punch and hs.punch.puncher.socket or nil }
+end
+
+function Server:_holepunch_id(hs)
+  local id = 0
+  while self.holepunches[id] do id = id + 1 end
+  self.holepunches[id] = hs
+  self.h.env.after(HANDSHAKE_CLEAR_WAIT + HANDSHAKE_INITIAL_TIMEOUT, function()
+    if self.holepunches[id] == hs then self.holepunches[id] = nil end
+  end)
+  return id
 end
 
 function Server:_add_handshake(noise, client_address, req, direct)
@@ -146,11 +163,13 @@ function Server:_add_handshake(noise, client_address, req, direct)
   end
   if stream then stream:firewall("connect", remote.udx.id) end
 
+  local hs = { stream = stream, done = false }
+  local hp_id = (not our_remote) and self:_holepunch_id(hs) or 0
   local relay_addresses = self.announcer.relay_addresses
   local reply = hs_noise:send(compact.encode(hm.noise_payload, {
     error = err,
     firewall = our_remote and FIREWALL.OPEN or FIREWALL.UNKNOWN,
-    holepunch = (not our_remote) and { id = 0, relays = self.announcer.relays } or nil,
+    holepunch = (not our_remote) and { id = hp_id, relays = self.announcer.relays } or nil,
     addresses4 = addresses,
     udx = { reusable_socket = false, id = sid, seq = 0 },
     secret_stream = {},
@@ -168,7 +187,7 @@ function Server:_add_handshake(noise, client_address, req, direct)
       return nil
     end
   end
-  local hs = { reply = reply, stream = stream, done = false }
+  hs.reply = reply
   if err ~= ERROR.NONE then
     if stream then stream:close() end
     return hs
@@ -178,10 +197,17 @@ function Server:_add_handshake(noise, client_address, req, direct)
   if remote.firewall == FIREWALL.OPEN or direct then
     local sock = direct and req.socket or h:socket()
     stream:connect(sock.udx, remote.udx.id, client_address.port, client_address.host)
+  elseif not our_remote then
+    -- we are not reachable: the client holepunches to our puncher socket
+    hs.punch = holepunch.prepare(h, crypto.holepunch_secret(r.hash), remote.firewall)
   end
 
   ludx.spawn("dht server handshake", function()
     local ok = stream:wait_connected(HANDSHAKE_INITIAL_TIMEOUT)
+    if hs.punch then
+      -- the stream (if any) now holds the puncher socket; closing waits for it
+      hs.punch.puncher:release()
+    end
     if not ok or self.closed then
       stream:close()
       return
