@@ -78,6 +78,26 @@ describe("ludx.dht", function()
     tn:destroy()
   end, 60000))
 
+  it("runs over the in-memory network on the real loop, with loss", run(function()
+    local sim = require "ludx.dht.sim"
+    local env = require("ludx.dht.env").env
+    local net = sim.network(env, { loss = 0.05, seed = 3, latency = 1 })
+    local transport = net:transport("127.0.0.1")
+    local tn = assert(dht.testnet(6, { timeout = 30000, transport = transport }))
+    local a = assert(tn:create_node({ transport = transport }))
+    local b = assert(tn:create_node({ transport = transport }))
+    local kp = dht.keypair(seed(3))
+    local topic = dht.hash("in memory")
+    assert(a:announce(topic, kp))
+    local hit = false
+    for reply in b:lookup(topic) do
+      for _, p in ipairs(reply.peers) do hit = hit or p.public_key == kp.public_key end
+    end
+    assert.is_true(hit)
+    assert.is_true(net.stats.lost > 0)
+    tn:destroy()
+  end, 60000))
+
   it("pings, and times out on a silent address", run(function()
     local tn = assert(dht.testnet(2, { timeout = 20000 }))
     local host, port = tn.nodes[1]:address()

@@ -217,7 +217,8 @@ function Server:_add_handshake(noise, client_address, req, direct)
     local conn = secretstream.wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
     conn.udx_stream = stream
     self.connections = self.connections + 1
-    self.handler(conn)
+    local t = ludx.spawn("dht connection", self.handler, conn)
+    t.quiet = false
   end)
   return hs
 end
