@@ -46,6 +46,25 @@ l_now (lua_State *L) {
   return 1;
 }
 
+// core.exepath() -> the running executable's path
+static int
+l_exepath (lua_State *L) {
+  char buf[4096];
+  size_t size = sizeof(buf);
+  if (uv_exepath(buf, &size) != 0) return 0;
+  lua_pushlstring(L, buf, size);
+  return 1;
+}
+
+// core.wallclock() -> milliseconds since the epoch (sub-millisecond)
+static int
+l_wallclock (lua_State *L) {
+  uv_timeval64_t tv;
+  if (uv_gettimeofday(&tv) != 0) return luaL_error(L, "gettimeofday failed");
+  lua_pushnumber(L, (lua_Number) tv.tv_sec * 1000.0 + (lua_Number) tv.tv_usec / 1000.0);
+  return 1;
+}
+
 static int
 l_hrtime (lua_State *L) {
   lua_pushnumber(L, (lua_Number) uv_hrtime());
@@ -216,6 +235,8 @@ ludx_bind_loop (lua_State *L) {
       {"events", l_events},
       {"now", l_now},
       {"hrtime", l_hrtime},
+    {"wallclock", l_wallclock},
+    {"exepath", l_exepath},
       {"version", l_version},
       {"rusage", l_rusage},
       {"signal", l_signal},

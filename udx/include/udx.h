@@ -303,7 +303,9 @@ int
 udx_stream_flush (udx_stream_t *stream);
 
 // Pulls in-order bytes: n > 0 bytes copied, 0 = nothing now, UV_EOF once the
-// remote END was reached and everything was read.
+// remote END was reached and everything was read. Bytes received before a
+// close stay readable until on_finalize; after them an abortive close gives
+// its status (UV_ECONNRESET, UV_ETIMEDOUT).
 ssize_t
 udx_stream_read (udx_stream_t *stream, void *buf, size_t max);
 
@@ -345,8 +347,9 @@ udx_stream_get_ack (udx_stream_t *stream);
 
 // Bound on bytes held for a slow reader (in order + out of order). The
 // advertised window is the room left; data beyond it is dropped unacked, so
-// the stream holds at most limit + one packet. 0 = unlimited (libudx
-// behaviour: the window is advisory, rwnd_max minus unread bytes).
+// the stream holds at most limit + one packet. 0 (default): the window
+// advertised is libudx's rwnd_max minus unread bytes, and rwnd_max is the
+// bound.
 int
 udx_stream_set_read_buffer_limit (udx_stream_t *stream, size_t bytes);
 

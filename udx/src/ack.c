@@ -58,11 +58,6 @@ udx__rtt_sample (udx_stream_t *s, uint32_t rtt) {
   s->rto_backoff = 0; // RFC 6298 5.7: a fresh sample ends the backoff
 }
 
-static inline bool
-sent_after (uint64_t t1, uint32_t seq1, uint64_t t2, uint32_t seq2) {
-  return t1 > t2 || (t1 == t2 && udx__seq_gt(seq1, seq2));
-}
-
 // Marks seq delivered. Returns 1 if it was newly delivered.
 static int
 udx__ack_packet (udx_stream_t *s, uint32_t seq, bool sack, udx_rate_sample_t *rs) {
@@ -103,7 +98,8 @@ udx__ack_packet (udx_stream_t *s, uint32_t seq, bool sack, udx_rate_sample_t *rs
   if (!retransmitted || rtt >= udx__winfilter_get(&s->rtt_min)) {
     s->rack_rtt = rtt;
     rs->rtt_us = rtt;
-    if (sent_after(p->time_sent, seq + 1, s->rack_xmit_ts, s->rack_end_seq)) {
+    if (p->tx_order > s->rack_xmit_order) {
+      s->rack_xmit_order = p->tx_order;
       s->rack_xmit_ts = p->time_sent;
       s->rack_end_seq = seq + 1;
     }

@@ -19,8 +19,11 @@
 #define UDX_MTU_STEP      32
 #define UDX_MTU_PROBES    3
 
-#define UDX_RX_BUFFER_SIZE 2048 // one datagram, as libudx
-#define UDX_MESSAGE_MAX    (UDX_RX_BUFFER_SIZE - UDX_HEADER_SIZE)
+// libudx receives into 2048 bytes and truncates beyond; we take datagrams up
+// to 16 KiB (raw DHT messages, jumbo frames) but send MESSAGEs libudx can
+// receive.
+#define UDX_RX_BUFFER_SIZE 16384
+#define UDX_MESSAGE_MAX    (2048 - UDX_HEADER_SIZE)
 
 #define UDX_DEFAULT_RWND_MAX (4 * 1024 * 1024)
 #define UDX_HIGH_WATERMARK   262144

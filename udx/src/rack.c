@@ -7,11 +7,6 @@
 #define UDX_RTO_BACKOFF_MAX 6
 #define UDX_RTO_CAP_US      (60 * UDX_US_PER_S)
 
-static inline bool
-sent_after (uint64_t t1, uint32_t seq1, uint64_t t2, uint32_t seq2) {
-  return t1 > t2 || (t1 == t2 && udx__seq_gt(seq1, seq2));
-}
-
 // RFC 8985 6.2.4 (without DSACK adaptation).
 static uint32_t
 udx__rack_reo_wnd (const udx_stream_t *s) {
@@ -64,20 +59,19 @@ udx__rack_detect_loss (udx_stream_t *s) {
       break;
     uint32_t next = p->tx_next;
 
-    if (p->time_sent > s->rack_xmit_ts)
+    // sent after the reference: stop (the list is in transmission order)
+    if (p->tx_order >= s->rack_xmit_order)
       break;
 
-    if (sent_after(s->rack_xmit_ts, s->rack_end_seq, p->time_sent, p->seq + 1)) {
-      int64_t remaining = (int64_t) (p->time_sent + s->rack_rtt + reo_wnd) - (int64_t) s->now;
-      if (remaining <= 0) {
-        if (p->flags & UDX_PKT_PROBE)
-          probes++;
-        udx__mtu_on_probe_lost(s, p);
-        udx__mark_lost(s, p);
-        lost++;
-      } else if ((uint64_t) remaining > timeout) {
-        timeout = (uint64_t) remaining;
-      }
+    int64_t remaining = (int64_t) (p->time_sent + s->rack_rtt + reo_wnd) - (int64_t) s->now;
+    if (remaining <= 0) {
+      if (p->flags & UDX_PKT_PROBE)
+        probes++;
+      udx__mark_lost(s, p);
+      udx__mtu_on_probe_lost(s, p);
+      lost++;
+    } else if ((uint64_t) remaining > timeout) {
+      timeout = (uint64_t) remaining;
     }
     seq = next;
   }
@@ -191,8 +185,8 @@ udx__on_rto (udx_stream_t *s) {
     if (seq == s->snd_una || remaining < 0) {
       if (p->rto_timeouts < 255)
         p->rto_timeouts++;
-      udx__mtu_on_probe_lost(s, p);
       udx__mark_lost(s, p);
+      udx__mtu_on_probe_lost(s, p);
     }
   }
 

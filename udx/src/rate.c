@@ -21,20 +21,14 @@ udx__rate_on_send (udx_stream_t *s, udx_pkt_t *p) {
   }
 }
 
-static inline bool
-sent_after (uint64_t t1, uint32_t seq1, uint64_t t2, uint32_t seq2) {
-  return t1 > t2 || (t1 == t2 && udx__seq_gt(seq1, seq2));
-}
-
 // The most recently sent of the packets an ACK delivers supplies the sample.
 void
 udx__rate_on_delivered (udx_stream_t *s, udx_pkt_t *p, udx_rate_sample_t *rs) {
-  if (!rs->has_prior || sent_after(p->time_sent, p->seq, rs->prior_time_sent, rs->prior_seq)) {
+  if (!rs->has_prior || p->tx_order > rs->prior_tx_order) {
     rs->has_prior = true;
     rs->prior_delivered = p->delivered;
     rs->prior_ts = p->delivered_ts;
-    rs->prior_time_sent = p->time_sent;
-    rs->prior_seq = p->seq;
+    rs->prior_tx_order = p->tx_order;
     rs->is_app_limited = (p->flags & UDX_PKT_APP_LIMITED) != 0;
     rs->is_retrans = (p->flags & UDX_PKT_RETRANSMITTED) != 0;
     s->first_sent_ts = p->time_sent;

@@ -127,6 +127,14 @@ udx__held (const udx_stream_t *s) {
   return udx__bufq_len(&s->rdq) + s->ooo_bytes;
 }
 
+// What a stream holds for its reader: the read limit, or else the maximum
+// window (which libudx only advertises; a peer that respects it never
+// notices the difference, one that does not cannot grow our buffers).
+static uint64_t
+udx__hold_limit (const udx_stream_t *s) {
+  return s->read_limit ? s->read_limit : s->recv_rwnd_max;
+}
+
 // Returns 1 if the packet filled a gap or arrived in order, 2 if it was
 // buffered out of order, 0 if it was a duplicate or dropped.
 static int
@@ -160,10 +168,10 @@ udx__recv_data (udx_stream_t *s, const udx_wire_pkt_t *pkt) {
   }
 
   if (d == 0) {
-    // Read limit: accept while there is room, or when the reader has nothing
+    // Hold limit: accept while there is room, or when the reader has nothing
     // to consume (so out-of-order data can never wedge the stream). Holding
     // stays within limit + one packet.
-    if (s->read_limit && udx__held(s) >= s->read_limit && udx__bufq_len(&s->rdq) > 0) {
+    if (udx__held(s) >= udx__hold_limit(s) && udx__bufq_len(&s->rdq) > 0) {
       s->stats.dropped_rwnd++;
       return 0;
     }
@@ -193,7 +201,7 @@ udx__recv_data (udx_stream_t *s, const udx_wire_pkt_t *pkt) {
   if (udx__ooo_slot(s, seq))
     return 0; // duplicate
 
-  if (s->read_limit && udx__held(s) + len > s->read_limit) {
+  if (udx__held(s) + len > udx__hold_limit(s)) {
     s->stats.dropped_rwnd++;
     return 0;
   }
@@ -224,7 +232,7 @@ void
 udx__stream_recv (udx_stream_t *s, const uint8_t *buf, size_t len, uint64_t now) {
   if (udx__stream_dead(s))
     return;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   udx_wire_pkt_t pkt;
   int r = udx__wire_decode(buf, len, &pkt);

@@ -217,6 +217,7 @@ udx__transmit (udx_stream_t *s, udx_pkt_t *p, bool retransmit) {
     s->stats.retransmits++;
   }
   p->time_sent = s->now;
+  p->tx_order = ++s->tx_count;
   udx__rate_on_send(s, p);
 
   if (p->flags & UDX_PKT_LOST) {

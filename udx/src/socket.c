@@ -403,7 +403,7 @@ udx__socket_rx (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_st
     }
   }
   if (dup) {
-    uint8_t copy[UDX_RX_BUFFER_SIZE];
+    static uint8_t copy[UDX_RX_BUFFER_SIZE];
     struct sockaddr_storage addr = *from;
     memcpy(copy, buf, len);
     udx__socket_dispatch(sock, copy, len, &addr, now);
@@ -431,8 +431,8 @@ udx__socket_read (udx_socket_t *sock) {
       break;
     }
     sock->stats.recv_batches++;
-    uint64_t now = udx__now();
     for (int i = 0; i < n && !sock->closing; i++) {
+      uint64_t now = udx__now();
       sock->stats.packets_rx++;
       sock->stats.bytes_rx += lens[i];
       if (trunc[i]) {

@@ -68,7 +68,7 @@ udx__stream_engine_free (udx_stream_t *s) {
 
 void
 udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now) {
-  s->now = now;
+  udx__stream_clock(s, now);
   s->cur_remote = 0;
   s->remote[0].valid = true;
   s->remote[1].valid = false;
@@ -83,7 +83,7 @@ udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now) {
 
 void
 udx__stream_engine_change_remote (udx_stream_t *s, int link_mtu, uint64_t now) {
-  s->now = now;
+  udx__stream_clock(s, now);
   // the host filled the slot that is not current; packets already sent keep
   // going to the old remote until everything before the change is acked.
   s->cur_remote = 1 - s->cur_remote;
@@ -126,7 +126,7 @@ udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint6
     return UV_ENOTCONN;
   if (s->status & UDX_S_ENDING)
     return UV_EPIPE;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   bool was_idle = s->snd_una == s->snd_nxt && s->sndq.end == s->snd_pkt_off;
 
@@ -163,7 +163,7 @@ udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t
     return UV_ENOTCONN;
   if (len > UDX_MESSAGE_MAX)
     return UV_EMSGSIZE;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   uint8_t hdr[UDX_HEADER_SIZE];
   const udx_remote_t *to = &s->remote[s->cur_remote];
@@ -179,7 +179,7 @@ int
 udx__stream_destroy (udx_stream_t *s, uint64_t now) {
   if (udx__stream_dead(s))
     return 0;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   if ((s->status & UDX_S_RELAYED) || !(s->status & UDX_S_CONNECTED)) {
     udx__stream_close(s, 0);
@@ -196,8 +196,9 @@ udx__stream_destroy (udx_stream_t *s, uint64_t now) {
   return 1;
 }
 
-// After the reader made room: tell the peer when the window grew a lot or
-// reopened (RFC 1122 4.2.3.3 receiver SWS avoidance).
+// After the reader made room: tell the peer when the window reopened or at
+// least doubled (as Linux), by two packets at the least (RFC 1122 4.2.3.3
+// receiver SWS avoidance), or grew by a quarter of its maximum.
 void
 udx__stream_maybe_window_update (udx_stream_t *s) {
   if (!(s->status & UDX_S_CONNECTED) || udx__stream_dead(s))
@@ -205,11 +206,12 @@ udx__stream_maybe_window_update (udx_stream_t *s) {
   uint32_t now_rwnd = udx__recv_rwnd(s);
   if (now_rwnd <= s->last_rwnd)
     return;
+  uint64_t inc = now_rwnd - s->last_rwnd;
+  uint64_t mss2 = 2ull * udx__max_payload(s);
   uint64_t cap = s->read_limit ? udx__min_u64(s->read_limit, s->recv_rwnd_max) : s->recv_rwnd_max;
-  uint64_t step = udx__max_u64(2ull * udx__max_payload(s), cap / 4);
-  if (step > cap)
-    step = cap;
-  if (now_rwnd - s->last_rwnd >= step || (s->last_rwnd < udx__max_payload(s) && now_rwnd >= cap / 2)) {
+  if (inc < mss2 && inc < cap)
+    return;
+  if (s->last_rwnd < mss2 || now_rwnd >= 2ull * s->last_rwnd || inc >= cap / 4) {
     udx__send_ack(s);
     s->host->wake(s);
   }
@@ -225,7 +227,7 @@ udx__reader_saw_eof (udx_stream_t *s) {
 
 ssize_t
 udx__stream_read (udx_stream_t *s, void *buf, size_t max, uint64_t now) {
-  s->now = now;
+  udx__stream_clock(s, now);
   size_t n = 0;
   uint8_t *out = buf;
   while (n < max) {
@@ -267,7 +269,7 @@ udx__stream_peek (udx_stream_t *s, const uint8_t **p, size_t *len) {
 
 void
 udx__stream_consume (udx_stream_t *s, size_t n, uint64_t now) {
-  s->now = now;
+  udx__stream_clock(s, now);
   uint64_t len = udx__bufq_len(&s->rdq);
   if (n > len)
     n = (size_t) len;
@@ -294,7 +296,7 @@ void
 udx__stream_flush (udx_stream_t *s, uint64_t now) {
   if (udx__stream_dead(s))
     return;
-  s->now = now;
+  udx__stream_clock(s, now);
   if ((s->status & (UDX_S_ACK_NEEDED | UDX_S_CONNECTED)) == (UDX_S_ACK_NEEDED | UDX_S_CONNECTED)) {
     udx__send_ack(s);
   }
@@ -307,7 +309,7 @@ void
 udx__stream_timer (udx_stream_t *s, uint64_t now) {
   if (udx__stream_dead(s))
     return;
-  s->now = now;
+  udx__stream_clock(s, now);
 
   if (s->reo_at <= now) {
     s->reo_at = UDX_NEVER;

@@ -59,6 +59,7 @@ struct udx_pkt_s {
   uint64_t first_sent_ts; // rate sampling (RFC draft-cheng-iccrg-delivery-rate)
   uint64_t delivered_ts;
   uint64_t delivered;
+  uint64_t tx_order; // transmission counter: orders sends with equal timestamps
   uint32_t seq;
   uint32_t tx_prev; // transmit-order list, by seq
   uint32_t tx_next;
@@ -88,8 +89,7 @@ typedef struct udx_range_s {
 typedef struct udx_rate_sample_s {
   uint64_t prior_ts;
   uint64_t prior_delivered;
-  uint64_t prior_time_sent;
-  uint32_t prior_seq;
+  uint64_t prior_tx_order;
   int64_t delivered;   // packets, -1 if invalid
   int64_t interval_us; // -1 if invalid
   int64_t rtt_us;      // -1 if none
@@ -192,7 +192,8 @@ struct udx_stream_s {
   uint8_t ca_state;
   uint32_t high_seq;
   uint64_t rack_xmit_ts;
-  uint32_t rack_end_seq; // seq + 1 of the most recently sent delivered packet
+  uint64_t rack_xmit_order; // the most recently sent delivered packet (RFC 8985 RACK.xmit_ts/end_seq)
+  uint32_t rack_end_seq;
   uint32_t rack_rtt;
   uint32_t rack_fack;
   bool reordering_seen;
@@ -202,6 +203,7 @@ struct udx_stream_s {
   uint32_t tlp_end_seq;
 
   // delivery rate
+  uint64_t tx_count; // transmissions so far (tx_order source)
   uint64_t delivered;
   uint64_t delivered_ts;
   uint64_t first_sent_ts;
@@ -332,8 +334,18 @@ udx__max_payload (const udx_stream_t *s) {
 
 static inline udx_pkt_t *
 udx__pkt (udx_stream_t *s, uint32_t seq) {
+  if (s->pkts_cap == 0)
+    return NULL;
   udx_pkt_t *p = &s->pkts[seq & (s->pkts_cap - 1)];
   return ((p->flags & UDX_PKT_USED) && p->seq == seq) ? p : NULL;
+}
+
+// Time never goes backwards inside the engine, whatever the callers pass
+// (a user callback may run an API call with a fresher clock mid-processing).
+static inline void
+udx__stream_clock (udx_stream_t *s, uint64_t now) {
+  if (now > s->now)
+    s->now = now;
 }
 
 static inline bool

@@ -123,6 +123,8 @@ sim_host_send (udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov,
   uint64_t at = depart + link->delay_us;
   if (link->reorder > 0 && udx__rand_unit(&sim->rng) < link->reorder)
     at += link->reorder_us;
+  if (link->batch_us)
+    at = (at + link->batch_us - 1) / link->batch_us * link->batch_us;
   if (link->corrupt > 0 && len > 0 && udx__rand_unit(&sim->rng) < link->corrupt) {
     buf[udx__rand_next(&sim->rng) % len] ^= (uint8_t) (1 + udx__rand_next(&sim->rng) % 255);
   }
@@ -320,12 +322,27 @@ sim_stream (sim_t *sim, int node, uint32_t local_id) {
 }
 
 void
-sim_connect (sim_t *sim, udx_stream_t *s, uint32_t remote_id) {
+sim_connect_ex (sim_t *sim, udx_stream_t *s, uint32_t remote_id, int link_mtu, bool ipv6) {
   int node = sim_app(s)->node;
   s->remote[0].socket = sim_port(sim, node);
   s->remote[0].id = remote_id;
-  s->remote[0].ipv6 = false;
-  udx__stream_engine_connect(s, 1500, sim->now);
+  s->remote[0].ipv6 = ipv6;
+  udx__stream_engine_connect(s, link_mtu, sim->now);
+}
+
+void
+sim_connect (sim_t *sim, udx_stream_t *s, uint32_t remote_id) {
+  sim_connect_ex(sim, s, remote_id, 1500, false);
+}
+
+void
+sim_change_remote (sim_t *sim, udx_stream_t *s, uint32_t remote_id) {
+  int node = sim_app(s)->node;
+  udx_remote_t *r = &s->remote[1 - s->cur_remote];
+  r->socket = sim_port(sim, node);
+  r->id = remote_id;
+  r->ipv6 = false;
+  udx__stream_engine_change_remote(s, 1500, sim->now);
 }
 
 static udx_stream_t *
@@ -417,10 +434,17 @@ sim_run (sim_t *sim, bool (*done)(sim_t *, void *), void *ctx, uint64_t max_us) 
       sim->now = next;
 
     if (sim->heap_len && sim->heap[0].at <= sim->now) {
-      sim_event_t ev = heap_pop(sim);
-      sim->link[1 - ev.to].delivered++;
-      sim_inject(sim, ev.to, ev.buf, ev.len);
-      free(ev.buf);
+      // Datagrams arriving at the same instant form one receive batch.
+      int nb = 0;
+      while (sim->heap_len && sim->heap[0].at <= sim->now) {
+        nb++;
+        sim_event_t ev = heap_pop(sim);
+        sim->link[1 - ev.to].delivered++;
+        sim_inject(sim, ev.to, ev.buf, ev.len);
+        free(ev.buf);
+      }
+      if (getenv("SIM_DEBUG_BATCH"))
+        fprintf(stderr, "t=%llu batch %d\n", (unsigned long long) sim->now, nb);
       continue;
     }
 

@@ -26,6 +26,7 @@ typedef struct sim_link_s {
   uint64_t blackout_start; // absolute us
   uint64_t blackout_end;
   uint64_t busy_until;
+  uint64_t batch_us; // arrivals rounded up to a multiple: receive batches
   // optional: return true to drop this datagram
   bool (*filter)(void *ctx, const uint8_t *buf, size_t len);
   void *filter_ctx;
@@ -100,6 +101,12 @@ sim_stream (sim_t *sim, int node, uint32_t local_id);
 // Connects s (on its node) to remote_id on the other node.
 void
 sim_connect (sim_t *sim, udx_stream_t *s, uint32_t remote_id);
+
+void
+sim_connect_ex (sim_t *sim, udx_stream_t *s, uint32_t remote_id, int link_mtu, bool ipv6);
+
+void
+sim_change_remote (sim_t *sim, udx_stream_t *s, uint32_t remote_id);
 
 // Injects a raw datagram as if it arrived at node (now).
 void

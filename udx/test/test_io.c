@@ -79,7 +79,7 @@ test_dual_stack (void) {
 typedef struct {
   int got;
   size_t len;
-  uint8_t buf[2048];
+  uint8_t buf[8192];
   struct sockaddr_storage from;
 } raw_t;
 
@@ -119,6 +119,14 @@ raw_roundtrip (const char *ip_a, unsigned fa, const char *ip_b, unsigned fb, con
   CHECK_EQ(ttl, 64); // restored after the per-send TTL
   CHECK(udx_socket_send(sa, "x", 1, (struct sockaddr *) &to, 256) == UV_EINVAL);
   CHECK_EQ(udx_socket_stats(sb)->raw_rx, 3);
+  // larger than libudx's 2048-byte receive buffer: delivered whole
+  static uint8_t big[5000];
+  for (size_t i = 0; i < sizeof(big); i++)
+    big[i] = (uint8_t) i;
+  CHECK(udx_socket_send(sa, big, sizeof(big), (struct sockaddr *) &to, 0) == 0);
+  CHECK(io_run_until(&loop, &r.got, 4, 5000));
+  CHECK_EQ(r.len, sizeof(big));
+  CHECK(memcmp(r.buf, big, sizeof(big)) == 0);
 
   udx_socket_t *socks[2] = {sa, sb};
   io_close_all(&loop, udx, socks, 2);
@@ -305,7 +313,67 @@ test_mtu (void) {
   io_close_all(&loop, udx, socks, 2);
 }
 
+// Work per readable event is bounded: a flood is read in slices so timers
+// and other handles run in between.
+static void
+test_bounded_budget (void) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  raw_t r = {0};
+  udx_socket_set_data(sb, &r);
+  CHECK(udx_socket_recv_start(sb, on_raw) == 0);
+  struct sockaddr_storage to;
+  io_addr("127.0.0.1", io_port(sb), &to);
+  for (int i = 0; i < 600; i++)
+    CHECK(udx_socket_send(sa, "x", 1, (struct sockaddr *) &to, 0) == 0);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ(r.got, UDX_RX_BUDGET);
+  CHECK(io_run_until(&loop, &r.got, 600, 5000));
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
+// Public seq/ack setters: both sides start at 2^32 - 5 (udx-native's
+// wraparound test) and transfer through the wrap.
+static void
+test_seq_wrap_api (void) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  int done = 0;
+  io_app_t aa = {.seed = 8, .to_write = 1 << 20, .end_after = true, .read_seed = 9, .done_counter = &done};
+  io_app_t ab = {.seed = 9, .to_write = 1 << 20, .end_after = true, .read_seed = 8, .done_counter = &done};
+  udx_stream_t *a = io_stream(udx, 1, &aa);
+  udx_stream_t *b = io_stream(udx, 2, &ab);
+  uint32_t start = 0xfffffffbu;
+  CHECK(udx_stream_set_seq(a, start) == 0);
+  CHECK(udx_stream_set_ack(a, start) == 0);
+  CHECK(udx_stream_set_seq(b, start) == 0);
+  CHECK(udx_stream_set_ack(b, start) == 0);
+  CHECK_EQ(udx_stream_get_seq(a), start);
+  CHECK_EQ(udx_stream_get_ack(b), start);
+  io_connect(a, sa, 2, sb, "127.0.0.1");
+  io_connect(b, sb, 1, sa, "127.0.0.1");
+  io_pump(a);
+  io_pump(b);
+  CHECK(io_run_until(&loop, &done, 2, 20000));
+  CHECK_EQ(ab.read, 1 << 20);
+  CHECK(ab.hash == expect_hash(8, 1 << 20));
+  CHECK(aa.hash == expect_hash(9, 1 << 20));
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
 static const test_case_t cases[] = {
+    {"seq_wrap_api", test_seq_wrap_api},
+    {"bounded_budget", test_bounded_budget},
     {"write_read", test_write_read},
     {"ipv6", test_ipv6},
     {"dual_stack", test_dual_stack},

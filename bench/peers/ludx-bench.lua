@@ -1,0 +1,244 @@
+-- One end of a timed bulk transfer over ludx (optionally SecretStream):
+--   ludx bench/peers/ludx-bench.lua '{"role":"send",...}'
+-- The same options and JSON lines as udx-bench.js (bench/peers/README.md):
+-- ready, connect, [handshake], start, done. Extra options: trace (ms between
+-- stats samples, 0 = off) and traceFile (where the samples go, JSON lines),
+-- ackPolicy ("each" or "batch").
+local ludx = require "ludx"
+local udx = require "ludx.udx"
+local json = require "ludx.json"
+local secretstream = require "ludx.secretstream"
+
+local core = ludx.core
+
+local DEFAULTS = {
+  role = "send", bytes = 200 * 1024 * 1024, chunk = 65536, seed = 1, secret = false, keySeed = "",
+  hash = "inline", id = 0, remoteId = 0, host = "127.0.0.1", port = 0, remoteHost = "127.0.0.1",
+  remotePort = 0, timeoutMs = 120000, watchStdin = true, trace = 0, traceFile = "", ackPolicy = "",
+}
+
+local function emit(obj)
+  io.stdout:write(json.encode(obj), "\n")
+  io.stdout:flush()
+end
+
+local wall_ms = core.wallclock
+
+local function cpu_ms()
+  local r = core.rusage()
+  return r.utime * 1000, r.stime * 1000
+end
+
+local function parse_args(argv)
+  local o = {}
+  for k, v in pairs(DEFAULTS) do o[k] = v end
+  if argv[1] and argv[1]:match("^%s*{") then
+    local given = assert(json.decode(argv[1]))
+    for k, v in pairs(given) do
+      if DEFAULTS[k] == nil then error("unknown option " .. k, 0) end
+      o[k] = v
+    end
+  else
+    local i = 1
+    while argv[i] do
+      local key, value = argv[i]:match("^%-%-([%w-]+)=?(.*)$")
+      if not key then error("unknown option " .. argv[i], 0) end
+      key = key:gsub("-(%l)", string.upper)
+      if DEFAULTS[key] == nil then error("unknown option " .. argv[i], 0) end
+      if value == "" then
+        i = i + 1
+        value = argv[i]
+      end
+      if type(DEFAULTS[key]) == "number" then value = tonumber(value)
+      elseif type(DEFAULTS[key]) == "boolean" then value = value == "true" or value == "1" end
+      o[key] = value
+      i = i + 1
+    end
+  end
+  return o
+end
+
+local function raw_stats(s)
+  local st = s:stats()
+  return {
+    mtu = st.mtu, rtt = st.rtt_ms, cwnd = st.cwnd, rtoCount = st.rto_count, retransmits = st.retransmits,
+    fastRecoveries = st.fast_recoveries, packetsTransmitted = st.packets_sent, packetsReceived = st.packets_received,
+    bytesTransmitted = st.bytes_sent, bytesReceived = st.bytes_received, bbrState = st.bbr_state,
+    pacingRate = st.pacing_rate, minRtt = st.min_rtt_ms,
+  }
+end
+
+local function send(stream, raw, o)
+  local buf = core.datagen(o.seed):next(o.chunk)
+  local full = math.floor(o.bytes / o.chunk)
+  local tail = o.bytes - full * o.chunk
+  local hash = nil
+  if o.hash ~= "off" then
+    local h = core.hasher()
+    for _ = 1, full do h:update(buf) end
+    if tail > 0 then h:update(buf:sub(1, tail)) end
+    hash = h:hex()
+  end
+  local u0, s0 = cpu_ms()
+  local t0 = wall_ms()
+  emit({ event = "start", t = t0 })
+  local err
+  for _ = 1, full do
+    local ok, _, code = stream:write(buf)
+    if not ok then
+      err = code
+      break
+    end
+  end
+  if not err and tail > 0 then
+    local ok, _, code = stream:write(buf:sub(1, tail))
+    if not ok then err = code end
+  end
+  -- every byte acked: flush on a plain stream, finish (END acked) on a secret one
+  if not err then
+    local ok, _, code
+    if o.secret then ok, _, code = stream:finish(o.timeoutMs) else ok, _, code = stream:flush(o.timeoutMs) end
+    if not ok then err = code end
+  end
+  local t1 = wall_ms()
+  local u1, s1 = cpu_ms()
+  if not err and not o.secret then stream:finish(o.timeoutMs) end
+  -- the remote ends its half once it has everything
+  while stream:read(nil, o.timeoutMs) do end
+  return { bytes = o.bytes, hash = hash, t_start = t0, t_end = t1, ms = t1 - t0, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }, err
+end
+
+local function recv(stream, raw, o)
+  local h = o.hash ~= "off" and core.hasher() or nil
+  local kept = o.hash == "after" and {} or nil
+  local u0, s0 = cpu_ms()
+  local t0 = wall_ms()
+  local first
+  local bytes = 0
+  local err
+  while true do
+    local chunk, _, code = stream:read(nil, o.timeoutMs)
+    if not chunk then
+      err = code
+      break
+    end
+    if not first then
+      first = wall_ms()
+      emit({ event = "start", t = first })
+    end
+    bytes = bytes + #chunk
+    if kept then kept[#kept + 1] = chunk elseif h then h:update(chunk) end
+  end
+  local t1 = wall_ms()
+  local u1, s1 = cpu_ms()
+  stream:finish(o.timeoutMs)
+  if kept then
+    for _, c in ipairs(kept) do h:update(c) end
+  end
+  return {
+    bytes = bytes, hash = h and h:hex() or nil, t_start = first or t0, t_connect = t0, t_end = t1,
+    ms = t1 - (first or t0), cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
+  }, err
+end
+
+-- The sender samples its stats every 10 ms (or `trace` ms) for the median
+-- RTT during the transfer, and writes the samples to traceFile if given.
+local function finish_trace(raw, o)
+  local samples = raw:trace_take()
+  if o.traceFile ~= "" then
+    local f = assert(io.open(o.traceFile, "w"))
+    for _, sample in ipairs(samples) do f:write(json.encode(sample), "\n") end
+    f:close()
+  end
+  local rtts = {}
+  for _, sample in ipairs(samples) do
+    if sample.rtt_ms > 0 then rtts[#rtts + 1] = sample.rtt_ms end
+  end
+  table.sort(rtts)
+  if #rtts == 0 then return nil end
+  return rtts[math.floor((#rtts + 1) / 2)]
+end
+
+local function main(argv)
+  local ok, o = pcall(parse_args, argv)
+  if not ok then
+    emit({ event = "error", code = "EINVAL", message = tostring(o) })
+    return 2
+  end
+  local sender = o.role == "send"
+  if not sender and o.role ~= "recv" then
+    emit({ event = "error", code = "EINVAL", message = "role must be send or recv" })
+    return 2
+  end
+  local id = o.id ~= 0 and o.id or (sender and 1 or 2)
+  local remote_id = o.remoteId ~= 0 and o.remoteId or (sender and 2 or 1)
+  local sock = assert(udx.bind(o.host, o.port))
+  local raw = assert(udx.stream(id, { ack_policy = o.ackPolicy ~= "" and o.ackPolicy or nil }))
+  local status = 0
+
+  local connected = ludx.queue()
+  if o.remotePort > 0 then connected:put({ port = o.remotePort, host = o.remoteHost }) end
+  if o.watchStdin then
+    -- the harness sends {"port":P}; a closed stdin means it is gone
+    local reader = {}
+    local ref = ludx.ref(reader)
+    local lines = ludx.waiters()
+    ludx.on_event(core.EV.LINE, function() lines:wake_all(true) end)
+    core.line_start(ref)
+    ludx.spawn("stdin", function()
+      while true do
+        local line = core.line_take()
+        while line == false do
+          lines:wait("stdin")
+          line = core.line_take()
+        end
+        if line == nil then
+          io.stderr:write("stdin closed, exiting\n")
+          os.exit(3)
+        end
+        local m = json.decode(line)
+        if type(m) == "table" and type(m.port) == "number" then connected:put(m) end
+      end
+    end)
+  end
+
+  local watchdog = ludx.after(o.timeoutMs, function()
+    emit({ event = "error", code = "ETIMEDOUT", message = "gave up after " .. o.timeoutMs .. " ms" })
+    os.exit(1)
+  end)
+
+  local host, port = sock:address()
+  emit({ event = "ready", host = host, port = port, id = id })
+  local remote = connected:get()
+  assert(raw:connect(sock, remote_id, remote.port, remote.host or o.remoteHost))
+  emit({ event = "connect", remoteId = remote_id, remotePort = remote.port })
+  if sender then raw:trace(o.trace > 0 and o.trace or 10) end
+  local stream = raw
+  if o.secret then
+    local seed = o.keySeed ~= "" and require("ludx.crypto").unhex(o.keySeed) or string.rep(string.char(id % 256), 32)
+    stream = secretstream.wrap(raw, { initiator = sender, keypair = secretstream.keypair(seed) })
+    assert(stream:ready(o.timeoutMs))
+    emit({ event = "handshake", handshakeHash = require("ludx.crypto").hex(stream.handshake_hash) })
+  end
+  local r, err
+  if sender then r, err = send(stream, raw, o) else r, err = recv(stream, raw, o) end
+  watchdog:cancel()
+  local rtt_median = sender and finish_trace(raw, o) or nil
+  r.event = "done"
+  r.role = o.role
+  r.secret = o.secret
+  r.mb_per_s = r.bytes / 1e6 / (r.ms / 1000)
+  local st = raw_stats(raw)
+  r.retransmits = st.retransmits
+  r.rtoCount = st.rtoCount
+  r.error = err or json.null
+  r.stats = st
+  r.rttMedianMs = rtt_median or json.null
+  emit(r)
+  if err then status = 1 end
+  raw:close()
+  sock:close()
+  os.exit(status)
+end
+
+main({ ... })
