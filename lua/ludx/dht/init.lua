@@ -11,6 +11,21 @@
 -- Keys, topics and hashes are 32-byte binary strings. Calls that wait take
 -- an optional timeout (ms, or opts.timeout). Errors: nil, message, code,
 -- with hyperdht's codes (PEER_NOT_FOUND, REQUEST_TIMEOUT, ...).
+--
+--   dht.new(opts) / dht.bootstrapper(port, host) / dht.testnet(n, opts)
+--   dht.keypair([seed]), dht.hash(data)
+--   node:ready() node:address() node:remote_address() node:id()
+--   node:lookup(topic) node:find_peer(pk)        -> iterators (q.err, q:close())
+--   node:announce(topic, kp, {relay_addresses}) node:unannounce(topic, kp)
+--   node:immutable_put(value) node:immutable_get(hash)
+--   node:mutable_put(kp, value, {seq}) node:mutable_get(pk, {seq, latest})
+--   node:server(handler, {firewall}) -> server:listen(kp) server:close()
+--   node:connect(pk, {keypair, relay_addresses, timeout}) -> SecretStream
+--   node:ping(host, port) node:nodes() node:destroy()
+--
+-- The protocol engine underneath (ludx.dht.rpc, .hyperdht) is callback
+-- driven over an env (clock, timers, random) and a transport (sockets), so
+-- ludx.dht.sim can run whole networks in simulated time.
 local ludx = require "ludx"
 local hyperdht = require "ludx.dht.hyperdht"
 local denv = require "ludx.dht.env"
