@@ -203,7 +203,8 @@ function Server:_add_handshake(noise, client_address, req, direct)
   end
 
   ludx.spawn("dht server handshake", function()
-    local ok = stream:wait_connected(HANDSHAKE_INITIAL_TIMEOUT)
+    -- punching takes a probe round and up to 10 probe rounds of 1 s
+    local ok = stream:wait_connected(hs.punch and 2 * HANDSHAKE_INITIAL_TIMEOUT or HANDSHAKE_INITIAL_TIMEOUT)
     if hs.punch then
       -- the stream (if any) now holds the puncher socket; closing waits for it
       hs.punch.puncher:release()
