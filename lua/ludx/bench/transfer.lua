@@ -28,10 +28,11 @@ end
 
 local function end_command(kind, root, opts)
   local arg = json.encode(opts)
+  local many = opts.streams ~= nil
   if kind == "ludx" then
-    return core.exepath(), { root .. "/bench/peers/ludx-bench.lua", arg }
+    return core.exepath(), { root .. "/bench/peers/" .. (many and "ludx-bench-many.lua" or "ludx-bench.lua"), arg }
   elseif kind == "udx-native" then
-    return "node", { (os.getenv("LUDX_NODE_BENCH") or (root .. "/bench/peers/udx-bench.js")), arg }
+    return "node", { root .. "/bench/peers/" .. (many and "udx-bench-many.js" or "udx-bench.js"), arg }
   elseif kind == "ludx-c" then
     return exe_dir() .. "/ludx-cbench", { arg }
   end
@@ -102,7 +103,8 @@ function M.transfer(root, system, opts)
   local timeout = opts.timeout or 300000
   -- both ends hash outside their timed window (the receiver keeps the bytes
   -- and hashes them after the end), so CPU figures measure the transport
-  local common = { secret = opts.secret or false, seed = opts.seed or 1, timeoutMs = timeout, hash = opts.hash or "after" }
+  local common = { secret = opts.secret or false, seed = opts.seed or 1, timeoutMs = timeout, hash = opts.hash or "after",
+    streams = opts.streams }
   local ropts = { role = "recv" }
   local sopts = { role = "send", bytes = opts.bytes, chunk = opts.chunk or 65536 }
   for k, v in pairs(common) do ropts[k], sopts[k] = v, v end
@@ -110,8 +112,8 @@ function M.transfer(root, system, opts)
   for k, v in pairs(opts.sender_opts or {}) do sopts[k] = v end
   -- ends that are not ludx do not know ludx-only options
   local function strip(kind, o)
-    if kind ~= "ludx" then o.trace, o.traceFile, o.ackPolicy = nil, nil, nil end
-    if kind == "ludx-c" then o.secret = nil end
+    if kind ~= "ludx" or o.streams then o.trace, o.traceFile, o.ackPolicy = nil, nil, nil end
+    if kind == "ludx-c" or o.streams then o.secret = nil end
     return o
   end
   local r, s
@@ -139,8 +141,8 @@ function M.transfer(root, system, opts)
       sample.bytes = dr.bytes
       sample.mb_s = dr.bytes / 1e6 / (elapsed / 1000)
       sample.ms = elapsed
-      sample.cpu_send_s_per_gb = (ds.cpu_user_ms + ds.cpu_sys_ms) / 1000 / gb(opts.bytes)
-      sample.cpu_recv_s_per_gb = (dr.cpu_user_ms + dr.cpu_sys_ms) / 1000 / gb(opts.bytes)
+      sample.cpu_send_s_per_gb = (ds.cpu_user_ms + ds.cpu_sys_ms) / 1000 / gb(ds.bytes)
+      sample.cpu_recv_s_per_gb = (dr.cpu_user_ms + dr.cpu_sys_ms) / 1000 / gb(ds.bytes)
       sample.retransmits = tonumber(null(ds.retransmits)) or 0
       sample.rtos = tonumber(null(ds.rtoCount)) or 0
       sample.sender = ds.stats
@@ -149,8 +151,8 @@ function M.transfer(root, system, opts)
       if ds.rttMedianMs and null(ds.rttMedianMs) then sample.extra.rtt_med_ms = ds.rttMedianMs end
       if serr or rerr then
         sample.error = "sender " .. tostring(serr) .. ", receiver " .. tostring(rerr)
-      elseif dr.bytes ~= opts.bytes then
-        sample.error = string.format("received %d of %d bytes", dr.bytes, opts.bytes)
+      elseif dr.bytes ~= ds.bytes then
+        sample.error = string.format("received %d of %d bytes", dr.bytes, ds.bytes)
       elseif ds.hash ~= dr.hash then
         sample.error = "hash mismatch: sent " .. tostring(ds.hash) .. ", received " .. tostring(dr.hash)
       else
