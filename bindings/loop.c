@@ -46,6 +46,16 @@ l_now (lua_State *L) {
   return 1;
 }
 
+// core.exepath() -> the running executable's path
+static int
+l_exepath (lua_State *L) {
+  char buf[4096];
+  size_t size = sizeof(buf);
+  if (uv_exepath(buf, &size) != 0) return 0;
+  lua_pushlstring(L, buf, size);
+  return 1;
+}
+
 // core.wallclock() -> milliseconds since the epoch (sub-millisecond)
 static int
 l_wallclock (lua_State *L) {
@@ -226,6 +236,7 @@ ludx_bind_loop (lua_State *L) {
       {"now", l_now},
       {"hrtime", l_hrtime},
     {"wallclock", l_wallclock},
+    {"exepath", l_exepath},
       {"version", l_version},
       {"rusage", l_rusage},
       {"signal", l_signal},
@@ -249,6 +260,12 @@ ludx_bind_loop (lua_State *L) {
   EV(LINE);
   EV(FS);
   EV(LOOKUP);
+  EV(TCP_CONNECTION);
+  EV(TCP_CONNECT);
+  EV(TCP_READABLE);
+  EV(TCP_DRAIN);
+  EV(TCP_SHUTDOWN);
+  EV(TCP_CLOSE);
   EV(UDX_BASE);
   EV(UDX_SOCKET_RECV);
   EV(UDX_SOCKET_CLOSE);

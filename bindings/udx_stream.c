@@ -591,6 +591,8 @@ l_trace_take (lua_State *L) {
     F("delivered", t->stats.delivered);
     F("retransmits", t->stats.retransmits);
     F("mtu", t->stats.mtu);
+    F("max_payload", t->stats.max_payload);
+    F("lost", t->stats.lost);
 #undef F
     lua_rawseti(L, -2, (int) i + 1);
   }

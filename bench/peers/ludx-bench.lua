@@ -141,11 +141,22 @@ local function recv(stream, raw, o)
   }, err
 end
 
-local function write_trace(raw, o)
-  if o.trace <= 0 or o.traceFile == "" then return end
-  local f = assert(io.open(o.traceFile, "w"))
-  for _, sample in ipairs(raw:trace_take()) do f:write(json.encode(sample), "\n") end
-  f:close()
+-- The sender samples its stats every 10 ms (or `trace` ms) for the median
+-- RTT during the transfer, and writes the samples to traceFile if given.
+local function finish_trace(raw, o)
+  local samples = raw:trace_take()
+  if o.traceFile ~= "" then
+    local f = assert(io.open(o.traceFile, "w"))
+    for _, sample in ipairs(samples) do f:write(json.encode(sample), "\n") end
+    f:close()
+  end
+  local rtts = {}
+  for _, sample in ipairs(samples) do
+    if sample.rtt_ms > 0 then rtts[#rtts + 1] = sample.rtt_ms end
+  end
+  table.sort(rtts)
+  if #rtts == 0 then return nil end
+  return rtts[math.floor((#rtts + 1) / 2)]
 end
 
 local function main(argv)
@@ -201,7 +212,7 @@ local function main(argv)
   local remote = connected:get()
   assert(raw:connect(sock, remote_id, remote.port, remote.host or o.remoteHost))
   emit({ event = "connect", remoteId = remote_id, remotePort = remote.port })
-  if o.trace > 0 then raw:trace(o.trace) end
+  if sender then raw:trace(o.trace > 0 and o.trace or 10) end
   local stream = raw
   if o.secret then
     local seed = o.keySeed ~= "" and require("ludx.crypto").unhex(o.keySeed) or string.rep(string.char(id % 256), 32)
@@ -212,7 +223,7 @@ local function main(argv)
   local r, err
   if sender then r, err = send(stream, raw, o) else r, err = recv(stream, raw, o) end
   watchdog:cancel()
-  write_trace(raw, o)
+  local rtt_median = sender and finish_trace(raw, o) or nil
   r.event = "done"
   r.role = o.role
   r.secret = o.secret
@@ -222,6 +233,7 @@ local function main(argv)
   r.rtoCount = st.rtoCount
   r.error = err or json.null
   r.stats = st
+  r.rttMedianMs = rtt_median or json.null
   emit(r)
   if err then status = 1 end
   raw:close()

@@ -41,12 +41,6 @@ local function versions()
   return string.format("ludx %s\nLuaJIT %s\nlibuv %s\nlibsodium %s\nudx %s", v.ludx, v.luajit:gsub("^LuaJIT ", ""), v.libuv, v.libsodium, v.udx)
 end
 
-local function file_exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() end
-  return f ~= nil
-end
-
 local function report_error(msg, tb)
   io.stderr:write("ludx: ", tostring(msg), "\n")
   if tb then io.stderr:write(tb, "\n") end
@@ -122,7 +116,8 @@ function M.main(argv)
   end
 
   if script then
-    local cmd = not script:find("[/.]") and not file_exists(script) and find_command(script)
+    -- a command name wins over a file of that name (run ./name for the file)
+    local cmd = not script:find("[/.]") and find_command(script)
     if cmd then
       local args = {}
       for j = i + 1, #argv do args[#args + 1] = argv[j] end

@@ -1,0 +1,337 @@
+-- Timed bulk transfers between two end processes, for bench suites.
+--
+-- An end is a program speaking the bench peer protocol (bench/peers/README):
+-- "ludx" (bench/peers/ludx-bench.lua on the ludx executable), "udx-native"
+-- (bench/peers/udx-bench.js on node), "ludx-c" (the C-only driver). A system
+-- is "<sender> -> <receiver>". Each end is its own process with the same
+-- stream ids (sender 1, receiver 2), so any pairing runs.
+local ludx = require "ludx"
+local json = require "ludx.json"
+local process = require "ludx.process"
+local svg = require "ludx.bench.svg"
+
+local core = ludx.core
+
+local M = {}
+
+M.PAIRS = {
+  "udx-native -> udx-native",
+  "ludx -> ludx",
+  "ludx -> udx-native",
+  "udx-native -> ludx",
+}
+M.BASELINE = "udx-native -> udx-native"
+
+local function exe_dir()
+  return (core.exepath() or "build/ludx"):match("^(.*)/[^/]*$") or "."
+end
+
+local function end_command(kind, root, opts)
+  local arg = json.encode(opts)
+  local many = opts.streams ~= nil
+  if kind == "ludx" then
+    return core.exepath(), { root .. "/bench/peers/" .. (many and "ludx-bench-many.lua" or "ludx-bench.lua"), arg }
+  elseif kind == "udx-native" then
+    return "node", { root .. "/bench/peers/" .. (many and "udx-bench-many.js" or "udx-bench.js"), arg }
+  elseif kind == "ludx-c" then
+    return exe_dir() .. "/ludx-cbench", { arg }
+  end
+  error("unknown bench end '" .. tostring(kind) .. "'")
+end
+
+local End = {}
+End.__index = End
+
+local function start_end(kind, root, opts, wrap)
+  local file, args = end_command(kind, root, opts)
+  if wrap then
+    -- e.g. run inside a network namespace: {"ip", "netns", "exec", name}
+    local all = {}
+    for i = 2, #wrap do all[#all + 1] = wrap[i] end
+    all[#all + 1] = file
+    for _, a in ipairs(args) do all[#all + 1] = a end
+    file, args = wrap[1], all
+  end
+  local p, msg = process.spawn(file, args)
+  if not p then error(kind .. " end did not start: " .. tostring(msg), 0) end
+  local self = setmetatable({ p = p, kind = kind }, End)
+  self.ready = self:expect("ready", 20000)
+  return self
+end
+
+function End:expect(event, timeout)
+  local deadline = ludx.now() + timeout
+  while true do
+    local line, msg = self.p:read_json(math.max(0, deadline - ludx.now()))
+    if not line then
+      error(string.format("%s end: %s waiting for '%s'; stderr: %s", self.kind, msg or "exited", event, self.p:stderr():sub(1, 2000)), 0)
+    end
+    if line.event == event then return line end
+    if line.event == "error" then
+      error(string.format("%s end: %s: %s", self.kind, tostring(line.code), tostring(line.message)), 0)
+    end
+  end
+end
+
+function End:send(obj)
+  self.p:write(json.encode(obj) .. "\n")
+end
+
+-- An end exits by itself after its done line; give it a moment (a profiler
+-- wrapped around it must write its data) before it is killed.
+function End:close()
+  self.p:wait(5000)
+  self.p:close()
+end
+
+local function gb(bytes)
+  return bytes / 1e9
+end
+
+local function null(v)
+  if v == json.null then return nil end
+  return v
+end
+
+--- One transfer of `system` with case options; returns a sample.
+-- opts: bytes, chunk, secret, seed, sender_opts, receiver_opts, connect
+-- (function(sender_end, receiver_end) for paths that are not direct),
+-- wrap_sender / wrap_receiver (command prefixes), timeout.
+function M.transfer(root, system, opts)
+  local skind, rkind = system:match("^(%S+) %-> (%S+)$")
+  assert(skind, "a system is '<sender> -> <receiver>'")
+  local timeout = opts.timeout or 300000
+  -- both ends hash outside their timed window (the receiver keeps the bytes
+  -- and hashes them after the end), so CPU figures measure the transport
+  local common = { secret = opts.secret or false, seed = opts.seed or 1, timeoutMs = timeout, hash = opts.hash or "after",
+    streams = opts.streams }
+  local ropts = { role = "recv" }
+  local sopts = { role = "send", bytes = opts.bytes, chunk = opts.chunk or 65536 }
+  for k, v in pairs(common) do ropts[k], sopts[k] = v, v end
+  for k, v in pairs(opts.receiver_opts or {}) do ropts[k] = v end
+  for k, v in pairs(opts.sender_opts or {}) do sopts[k] = v end
+  -- ends that are not ludx do not know ludx-only options
+  local function strip(kind, o)
+    if kind ~= "ludx" or o.streams then o.trace, o.traceFile, o.ackPolicy = nil, nil, nil end
+    if kind == "ludx-c" or o.streams then o.secret = nil end
+    return o
+  end
+  local r, s
+  local ok, err = pcall(function()
+    r = start_end(rkind, root, strip(rkind, ropts), opts.wrap_receiver)
+    s = start_end(skind, root, strip(skind, sopts), opts.wrap_sender)
+    if opts.connect then
+      opts.connect(s, r)
+    else
+      s:send({ port = r.ready.port, host = r.ready.host })
+      r:send({ port = s.ready.port, host = s.ready.host })
+    end
+  end)
+  local sample = { ok = false }
+  if ok then
+    local ok2, res = pcall(function()
+      local ds = s:expect("done", timeout)
+      local dr = r:expect("done", timeout)
+      return { ds, dr }
+    end)
+    if ok2 then
+      local ds, dr = res[1], res[2]
+      local serr, rerr = null(ds.error), null(dr.error)
+      local elapsed = dr.t_end - ds.t_start
+      sample.bytes = dr.bytes
+      sample.mb_s = dr.bytes / 1e6 / (elapsed / 1000)
+      sample.ms = elapsed
+      sample.cpu_send_s_per_gb = (ds.cpu_user_ms + ds.cpu_sys_ms) / 1000 / gb(ds.bytes)
+      sample.cpu_recv_s_per_gb = (dr.cpu_user_ms + dr.cpu_sys_ms) / 1000 / gb(ds.bytes)
+      sample.retransmits = tonumber(null(ds.retransmits)) or 0
+      sample.rtos = tonumber(null(ds.rtoCount)) or 0
+      sample.sender = ds.stats
+      sample.receiver = dr.stats
+      sample.extra = {}
+      if ds.rttMedianMs and null(ds.rttMedianMs) then sample.extra.rtt_med_ms = ds.rttMedianMs end
+      if type(ds.stats) == "table" and tonumber(ds.stats.mtu) then sample.extra.mtu = tonumber(ds.stats.mtu) end
+      if serr or rerr then
+        sample.error = "sender " .. tostring(serr) .. ", receiver " .. tostring(rerr)
+      elseif dr.bytes ~= ds.bytes then
+        sample.error = string.format("received %d of %d bytes", dr.bytes, ds.bytes)
+      elseif ds.hash ~= dr.hash then
+        sample.error = "hash mismatch: sent " .. tostring(ds.hash) .. ", received " .. tostring(dr.hash)
+      else
+        sample.ok = true
+      end
+    else
+      sample.error = res
+    end
+  else
+    sample.error = err
+  end
+  if s then s:close() end
+  if r then r:close() end
+  return sample
+end
+
+local function pathemu_bin()
+  local dir = exe_dir()
+  for _, p in ipairs({ dir .. "/ludx-pathemu", dir .. "/bench/ludx-pathemu" }) do
+    local f = io.open(p)
+    if f then
+      f:close()
+      return p
+    end
+  end
+  return dir .. "/ludx-pathemu"
+end
+
+--- Emulator flags for a path spec: {rate = bits/s, delay_ms = one way,
+-- queue = datagrams, loss = probability (data direction), seed}.
+local function pathemu_args(path, a_port, b_port)
+  local args = {
+    "--a", "127.0.0.1:" .. a_port, "--b", "127.0.0.1:" .. b_port,
+    "--delay", tostring(path.delay_ms or 0) .. "ms",
+    "--queue", tostring(path.queue or 1000),
+    "--overhead", "28", -- IPv4 + UDP headers count towards the rate
+    "--seed", tostring(path.seed or 1),
+  }
+  if path.rate then args[#args + 1] = "--rate"; args[#args + 1] = tostring(path.rate) end
+  -- loss on the data direction (sender A -> receiver B), as a lossy link
+  if path.loss and path.loss > 0 then args[#args + 1] = "--ab-loss"; args[#args + 1] = tostring(path.loss) end
+  return args
+end
+
+--- Connects a sender and receiver through a fresh ludx-pathemu; returns
+-- the connect function and a way to read the emulator's final counters.
+function M.path_connect(path)
+  local emu
+  local function connect(s, r)
+    local p, msg = process.spawn(pathemu_bin(), pathemu_args(path, s.ready.port, r.ready.port))
+    if not p then error("ludx-pathemu did not start: " .. tostring(msg), 0) end
+    emu = p
+    local ready = p:read_json(10000)
+    if not ready or ready.event ~= "ready" then error("ludx-pathemu: no ready line; " .. p:stderr(), 0) end
+    s:send({ port = ready.port_a, host = "127.0.0.1" })
+    r:send({ port = ready.port_b, host = "127.0.0.1" })
+  end
+  local function finish()
+    if not emu then return nil end
+    emu:close_stdin()
+    local stats = emu:read_json(5000)
+    emu:wait(5000)
+    emu:close()
+    emu = nil
+    return stats
+  end
+  return connect, finish
+end
+
+--- The payload rate of a link of `rate` bits/s for full 1500-byte packets:
+-- the UDX payload (1452 bytes) of every 1500 bytes on the wire.
+function M.payload_rate(rate)
+  return rate / 8 * 1452 / 1500
+end
+
+--- A case over the given systems. spec: name, description, bytes, chunk,
+-- secret, systems (default all four pairs), baseline, quick_bytes, and the
+-- transfer options above; setup/teardown may set ctx.connect etc.
+function M.case(spec)
+  local case = {
+    name = spec.name,
+    description = spec.description,
+    bytes = spec.bytes,
+    systems = spec.systems or M.PAIRS,
+    baseline = spec.baseline or M.BASELINE,
+    setup = spec.setup,
+    teardown = spec.teardown,
+    runs = spec.runs,
+    warmups = spec.warmups,
+    skip_quick = spec.skip_quick,
+  }
+  local function options(ctx)
+    local o = {}
+    for k, v in pairs(spec) do o[k] = v end
+    if ctx.quick and spec.quick_bytes then o.bytes = spec.quick_bytes end
+    o.connect = ctx.connect or spec.connect
+    o.wrap_sender = ctx.wrap_sender or spec.wrap_sender
+    o.wrap_receiver = ctx.wrap_receiver or spec.wrap_receiver
+    return o
+  end
+  function case.run(ctx, system)
+    local o = options(ctx)
+    local finish_path
+    if spec.path then o.connect, finish_path = M.path_connect(spec.path) end
+    if ctx.before_run then ctx.before_run(ctx, system) end
+    local sample = M.transfer(ctx.root, system, o)
+    if finish_path then
+      local stats = finish_path()
+      if stats and stats.ab then
+        sample.path = stats
+        sample.extra = sample.extra or {}
+        sample.extra.queue_drops = stats.ab.dropped_queue
+      end
+      if sample.ok and spec.path.rate then
+        sample.extra.goodput_pct = 100 * sample.mb_s * 1e6 / M.payload_rate(spec.path.rate)
+      end
+    end
+    if ctx.after_run then ctx.after_run(ctx, system, sample) end
+    return sample
+  end
+  function case.plot(ctx, dir)
+    local o = options(ctx)
+    local system = spec.plot_system or "ludx -> ludx"
+    local trace_file = os.tmpname()
+    o.sender_opts = {}
+    for k, v in pairs(spec.sender_opts or {}) do o.sender_opts[k] = v end
+    o.sender_opts.trace = 5
+    o.sender_opts.traceFile = trace_file
+    local finish_path
+    if spec.path then o.connect, finish_path = M.path_connect(spec.path) end
+    local sample = M.transfer(ctx.root, system, o)
+    if finish_path then finish_path() end
+    if not sample.ok then error("traced transfer failed: " .. tostring(sample.error), 0) end
+    local samples = {}
+    local f = io.open(trace_file)
+    if f then
+      for line in f:lines() do samples[#samples + 1] = json.decode(line) end
+      f:close()
+    end
+    os.remove(trace_file)
+    M.plots(dir, ctx.case.suite .. "-" .. spec.name, samples, spec.description or spec.name)
+  end
+  return case
+end
+
+--- Writes the three charts of a traced transfer into dir.
+function M.plots(dir, stem, trace, title)
+  os.execute("mkdir -p '" .. dir .. "'")
+  stem = stem:gsub("[^%w%-_]+", "-")
+  if #trace < 2 then error("no trace samples", 0) end
+  local t0 = trace[1].t_ms
+  local thr, cwnd, pace, rtt, minrtt = {}, {}, {}, {}, {}
+  for i = 2, #trace do
+    local a, b = trace[i - 1], trace[i]
+    local t = (b.t_ms - t0) / 1000
+    local dt = (b.t_ms - a.t_ms) / 1000
+    if dt > 0 then
+      -- goodput: payload bytes acknowledged in the interval
+      local acked = (b.delivered - a.delivered) * (b.max_payload or 1400)
+      thr[#thr + 1] = { t, acked / 1e6 / dt }
+    end
+    cwnd[#cwnd + 1] = { t, b.cwnd }
+    pace[#pace + 1] = { t, b.pacing_rate / 1e6 }
+    rtt[#rtt + 1] = { t, b.rtt_ms }
+    minrtt[#minrtt + 1] = { t, b.min_rtt_ms }
+  end
+  local function write(name, text)
+    local f = assert(io.open(dir .. "/" .. stem .. "-" .. name .. ".svg", "w"))
+    f:write(text)
+    f:close()
+  end
+  write("throughput", svg.chart({ title = title .. ": goodput", x_label = "time (s)", y_label = "goodput (MB/s)",
+    series = { { name = "acknowledged payload", points = thr } } }))
+  write("cwnd", svg.chart({ title = title .. ": congestion window and pacing", x_label = "time (s)",
+    y_label = "cwnd (packets)", series = { { name = "cwnd", points = cwnd } },
+    y2_label = "pacing rate (MB/s)", series2 = { { name = "pacing rate", points = pace } } }))
+  write("rtt", svg.chart({ title = title .. ": round-trip time", x_label = "time (s)", y_label = "RTT (ms)",
+    series = { { name = "smoothed RTT", points = rtt }, { name = "min RTT (BBR)", points = minrtt } } }))
+end
+
+return M
