@@ -40,7 +40,7 @@ fuzz: build
 	  sh fuzz/run-fuzzer.sh $(BUILD)/fuzz-clang/fuzz_$$t $(FUZZ_SECONDS) fuzz/corpus/$$t $(BUILD)/fuzz-long/$$t; \
 	  rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ] || failed="$$failed $$t"; \
 	done; \
-	echo "== DHT decoders (Lua mutation fuzzing, $(FUZZ_SECONDS) s per codec)"; \
+	echo "== DHT decoders (Lua mutation fuzzing, $(FUZZ_SECONDS) s over 14 codecs)"; \
 	mkdir -p $(BUILD)/fuzz-long; \
 	LUDX_BUILD=$(BUILD) LUDX_DHT_FUZZ_SECONDS=$(FUZZ_SECONDS) busted --lua=luajit -o TAP spec/hardening_dht_fuzz_spec.lua \
 	  >$(BUILD)/fuzz-long/dht.log 2>&1; rc=$$?; \
