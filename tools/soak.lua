@@ -87,9 +87,10 @@ local ok, msg = ludx.run(function()
     end)
   end
   local function line(label)
-    io.write(string.format("%s %4ds: %d transfers, %.1f MB moved, %d datagrams dropped + %d send errors injected (%d blackouts, %d error bursts), %d retransmits, %d failed, RSS %.1f MB (start %.1f)\n",
+    io.write(string.format("%s %4ds: %d transfers, %.1f MB moved, %d datagrams dropped + %d send errors injected (%d blackouts, %d error bursts), %d retransmits, %d failed, RSS %.1f MB (start %.1f), Lua heap %.1f MB\n",
       label, math.floor((ludx.now() - t0) / 1000), totals.transfers, totals.bytes / 1e6, totals.dropped, totals.send_errors,
-      totals.blackouts, totals.error_bursts, totals.retransmits, totals.failed, U.rss() / 1e6, rss0 / 1e6))
+      totals.blackouts, totals.error_bursts, totals.retransmits, totals.failed, U.rss() / 1e6, rss0 / 1e6,
+      collectgarbage("count") / 1024))
     io.flush()
   end
   while true do
