@@ -40,6 +40,8 @@ function M.new(dht, target, internal, command, value, opts)
     value = value,
     errors = 0,
     successes = 0,
+    hops = 0, -- the longest chain of referrals that led to a reply
+    _hops = {},
     concurrency = opts.concurrency or dht.concurrency,
     inflight = 0,
     map = opts.map or identity,
@@ -125,6 +127,7 @@ function Query:_add_pending(node, ref)
   end
   if not closer then return false end
   self._seen[addr] = ref and { ref } or {}
+  self._hops[addr] = (ref and self._hops[ref.host .. ":" .. ref.port] or 0) + 1
   self._pending[#self._pending + 1] = node
   return true
 end
@@ -212,7 +215,13 @@ function Query:_on_visit(m, req)
   self:_dec(req)
   self._seen[req.to.host .. ":" .. req.to.port] = DONE
   if self.done or self._committing then return end
-  if m.error == 0 then self.successes = self.successes + 1 else self.errors = self.errors + 1 end
+  if m.error == 0 then
+    self.successes = self.successes + 1
+    local h = self._hops[req.to.host .. ":" .. req.to.port]
+    if h and h > self.hops then self.hops = h end
+  else
+    self.errors = self.errors + 1
+  end
   if m.error == 0 and m.from.id and self:_is_closer(m.from.id) then self:_push_closest(m) end
   if m.closer_nodes then
     local filter = self.dht.filter_node
