@@ -63,6 +63,7 @@ end
 function Progress:start(total, have)
   self.total, self.have, self.done = total or 0, have or 0, 0
   self.t0 = ludx.now()
+  self.t_end = nil
   self.last_draw = -math.huge
   self.win_t, self.win_bytes = self.t0, 0
   self.rate = 0
@@ -85,7 +86,8 @@ end
 
 --- The numbers: {bytes, total, rate (bytes/s over the whole run), eta, seconds}.
 function Progress:state()
-  local secs = math.max(1e-3, (ludx.now() - (self.t0 or ludx.now())) / 1000)
+  local now = self.t_end or ludx.now()
+  local secs = math.max(1e-3, (now - (self.t0 or now)) / 1000)
   local got = self.have + self.done
   local rate = self.rate > 0 and self.rate or self.done / secs
   local eta = rate > 0 and (self.total - got) / rate or math.huge
@@ -116,8 +118,9 @@ function Progress:draw(force)
   self.out:flush()
 end
 
---- The closing line: totals, average rate and time.
+--- The closing line: totals, average rate and time (state() keeps them).
 function Progress:finish()
+  self.t_end = ludx.now()
   local s = self:state()
   if self.tty then self.out:write("\r\027[K") end
   local label = self.label and (self.label .. " ") or ""
@@ -127,6 +130,7 @@ end
 
 --- Ends the bar's line without a summary (on errors).
 function Progress:stop()
+  self.t_end = ludx.now()
   if self.tty then self.out:write("\n") end
   self.out:flush()
 end
