@@ -111,9 +111,6 @@ void
 ludx_bind_fs (lua_State *L);
 
 void
-ludx_bind_hash (lua_State *L);
-
-void
 ludx_bind_policy (lua_State *L);
 
 #endif

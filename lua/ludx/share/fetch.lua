@@ -8,7 +8,8 @@ local manifest = require "ludx.share.manifest"
 local store = require "ludx.share.store"
 local schedule = require "ludx.policy.schedule"
 
-local hasher = core.hasher
+local hasher = core.hasher -- incremental BLAKE2b: update(data), hex()
+local hex = require("ludx.crypto").hex
 
 local M = {}
 
@@ -28,7 +29,7 @@ local function finish_file(st, i)
     st.handles[i]:close()
     st.handles[i] = nil
   end
-  if fs_state.hasher:digest() ~= f.hash then
+  if fs_state.hasher:hex() ~= hex(f.hash) then
     return fail(st, f.path .. ": the file does not match its BLAKE2b-512 hash", "EVERIFY")
   end
   local ok, msg, code = store.commit(t)
@@ -72,7 +73,7 @@ local function on_data(st, msg)
   st.inflight[st.ihead] = nil
   st.ihead = st.ihead + 1
   local f = st.m.files[req.file]
-  if req.hasher:digest() ~= f.chunks[req.chunk] then
+  if req.hasher:hex() ~= hex(f.chunks[req.chunk]) then
     h:close()
     st.handles[req.file] = nil
     store.cut(t, req.offset)

@@ -19,6 +19,7 @@ local fs = require "ludx.fs"
 local paths = require "ludx.share.paths"
 
 local blake2b = core.crypto.blake2b
+local unhex = require("ludx.crypto").unhex
 local ceil = math.ceil
 
 local M = {}
@@ -53,7 +54,7 @@ function M.hash_file(full, chunk_size, on_bytes)
     if on_bytes then on_bytes(#data) end
   end
   f:close()
-  return { size = size, hash = h:digest(), chunks = chunks }
+  return { size = size, hash = unhex(h:hex()), chunks = chunks }
 end
 
 --- Builds the manifest of a file or a directory (every regular file under
