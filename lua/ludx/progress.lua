@@ -100,8 +100,10 @@ function Progress:line()
   local label = self.label and (self.label .. " ") or ""
   local nums = string.format("%3d%% %s / %s  %s/s  ETA %s", pct, M.bytes(s.bytes), M.bytes(self.total), M.bytes(s.rate), M.duration(s.eta))
   if not self.tty then return label .. nums end
-  local room = self.width - #label - #nums - 4
+  -- the bar keeps one width while the numbers change length
+  local room = self.width - #label - 52
   if room < 10 then return label .. nums end
+  nums = string.format("%-48s", nums)
   local fill = self.total > 0 and math.floor(room * s.bytes / self.total) or room
   return label .. "[" .. string.rep("#", fill) .. string.rep(".", room - fill) .. "] " .. nums
 end
