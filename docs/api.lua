@@ -420,7 +420,8 @@ file, offset, length; DATA id, file, offset, bytes), checks each chunk and
 each file, and renames a file into place only once it checks. Paths from the
 network are checked (no absolute paths, "..", NULs, control characters,
 backslashes or drive letters). An interrupted fetch keeps its verified
-chunks in DEST/.ludx-partial/ and continues from them.]],
+chunks in DEST/.ludx-partial/ and continues from them. The wire format is
+in docs/share-protocol.md.]],
     example = [[
 local s = assert(share.serve(alice_node, "photos/"))
 print(share.hex(s.key))

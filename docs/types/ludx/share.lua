@@ -11,7 +11,8 @@
 --- each file, and renames a file into place only once it checks. Paths from the
 --- network are checked (no absolute paths, "..", NULs, control characters,
 --- backslashes or drive letters). An interrupted fetch keeps its verified
---- chunks in DEST/.ludx-partial/ and continues from them.
+--- chunks in DEST/.ludx-partial/ and continues from them. The wire format is
+--- in docs/share-protocol.md.
 ---@class ludx.share
 local M = {}
 
