@@ -104,6 +104,18 @@ describe("ludx.share", function()
       assert.are.equal("two.txt", one.name)
     end)
 
+    it("leaves out files a fetcher would refuse, and partial downloads", function()
+      local d = newdir()
+      write(d .. "/ok.txt", "ok")
+      write(d .. "/back\\slash", "b")
+      write(d .. "/.ludx-partial/abc.part", "partial")
+      local m = assert(manifest.build(d))
+      assert.are.equal(1, #m.files)
+      assert.are.equal("ok.txt", m.files[1].path)
+      assert.are.equal(1, #m.skipped)
+      assert.are.equal("back\\slash", m.skipped[1].path)
+    end)
+
     it("refuses hostile manifests without raising", function()
       local compact = require "ludx.compact"
       local function enc(files, o)

@@ -60,6 +60,7 @@ local function main(opts, path)
   local m, err = share.manifest(path, { chunk_size = opts.chunk_size, on_bytes = p and function(n) p:update(n) end })
   if not m then return nil, err end
   if p then p:finish() end
+  for _, sk in ipairs(m.skipped) do log("left out %s: %s", sk.path, sk.why) end
 
   local node
   node, err = common.node(opts, kp)

@@ -58,7 +58,9 @@ function M.hash_file(full, chunk_size, on_bytes)
 end
 
 --- Builds the manifest of a file or a directory (every regular file under
--- it, sorted). opts: chunk_size, on_bytes(n) while hashing, name.
+-- it, sorted). opts: chunk_size, on_bytes(n) while hashing, name. Files
+-- whose paths a fetcher would refuse are left out and listed in m.skipped
+-- ({path, why}).
 function M.build(root, opts)
   opts = opts or {}
   local chunk_size = opts.chunk_size or M.CHUNK_SIZE
@@ -76,14 +78,25 @@ function M.build(root, opts)
   if #list > M.MAX_FILES then return nil, root .. ": more than " .. M.MAX_FILES .. " files", "E2BIG" end
   local name = opts.name or paths.basename(fs.realpath(root) or root)
   if not paths.check_component(name) then name = "share" end
-  local m = { version = M.VERSION, name = name, kind = st.type == "file" and "file" or "dir", chunk_size = chunk_size, files = {}, total = 0 }
-  local rels = {}
-  for i, e in ipairs(list) do
-    rels[i] = e.path
+  local m = { version = M.VERSION, name = name, kind = st.type == "file" and "file" or "dir", chunk_size = chunk_size, files = {}, total = 0, skipped = {} }
+  -- files a fetcher would refuse are left out (and listed in m.skipped),
+  -- and so are partial downloads (.ludx-partial)
+  local keep, rels = {}, {}
+  for _, e in ipairs(list) do
+    local path = m.kind == "file" and name or e.path
+    local ok, why = paths.check(path)
+    if ok then
+      keep[#keep + 1] = e
+      rels[#rels + 1] = path
+      e.path = path
+    elseif not ("/" .. e.path .. "/"):find("/" .. paths.PARTIAL_DIR .. "/", 1, true) then
+      m.skipped[#m.skipped + 1] = { path = e.path, why = why }
+    end
   end
   local ok, why = paths.check_set(rels)
   if not ok then return nil, root .. ": " .. why, "EINVAL" end
-  for _, e in ipairs(list) do
+  if m.kind == "file" and #keep == 0 then return nil, root .. ": " .. tostring(m.skipped[1] and m.skipped[1].why), "EINVAL" end
+  for _, e in ipairs(keep) do
     local r
     r, msg, code = M.hash_file(e.full, chunk_size, opts.on_bytes)
     if not r then return nil, msg, code end
