@@ -35,7 +35,7 @@ function M.serve(node, what, opts) end
 ---@return string? code
 function M.fetch(node, key, dest, opts) end
 
---- Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks}}, encoded, id}. opts: chunk_size (16 KiB..16 MiB), on_bytes(n).
+--- Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks}}, encoded, id, skipped}. Files whose paths a fetcher would refuse are left out and listed in skipped ({path, why}). opts: chunk_size (16 KiB..16 MiB), on_bytes(n).
 ---@param path string
 ---@param opts? table
 ---@return table? manifest
