@@ -7,7 +7,6 @@ local manifest = require "ludx.share.manifest"
 local paths = require "ludx.share.paths"
 local wire = require "ludx.share.wire"
 local store = require "ludx.share.store"
-local schedule = require "ludx.policy.schedule"
 local fs = require "ludx.fs"
 local H = require "helper"
 local run = H.run
@@ -193,31 +192,6 @@ describe("ludx.share", function()
     end))
   end)
 
-  describe("schedule", function()
-    local items = {
-      { file = 1, first = 1, count = 3, size = 300 },
-      { file = 2, first = 1, count = 1, size = 100 },
-      { file = 3, first = 2, count = 2, size = 900 },
-    }
-    local function all(order, opts)
-      local s = schedule.new(order, items, opts)
-      local out = {}
-      while true do
-        local f, c = s:next()
-        if not f then break end
-        out[#out + 1] = f .. ":" .. c
-      end
-      return out
-    end
-    it("hands out every chunk once, in file order within a file", function()
-      assert.are.same({ "1:1", "1:2", "1:3", "2:1", "3:2", "3:3" }, all("sequential"))
-      assert.are.same({ "2:1", "1:1", "1:2", "1:3", "3:2", "3:3" }, all("smallest"))
-      assert.are.same({ "3:2", "3:3", "1:1", "1:2", "1:3", "2:1" }, all("largest"))
-      assert.are.same({ "1:1", "2:1", "3:2", "1:2", "3:3", "1:3" }, all("interleave", { spread = 3 }))
-      assert.has_error(function() schedule.new("random", items) end)
-    end)
-  end)
-
   describe("serve and fetch", function()
     local tn, a, b
 
@@ -291,23 +265,6 @@ describe("ludx.share", function()
       local L = store.layout(m, dst)
       assert.are.equal(2 * 65536, fs.stat(L.files[1].part).size)
       assert.is_nil(fs.stat(dst .. "/f.bin"))
-      s:close({ fast = true })
-      tn:destroy()
-    end, 60000))
-
-    it("fetches small files first with order 'smallest'", run(function()
-      net()
-      local src = newdir()
-      write(src .. "/a-large", bytes(200000, 5))
-      write(src .. "/b-small", "s")
-      write(src .. "/c-medium", bytes(70000, 6))
-      local s = assert(share.serve(a, src, { chunk_size = 65536 }))
-      local order = {}
-      assert(share.fetch(b, s.key, newdir(), { order = "smallest", on_file = function(p) order[#order + 1] = p end }))
-      assert.are.same({ "b-small", "c-medium", "a-large" }, order)
-      order = {}
-      assert(share.fetch(b, s.key, newdir(), { order = "sequential", on_file = function(p) order[#order + 1] = p end }))
-      assert.are.same({ "a-large", "b-small", "c-medium" }, order)
       s:close({ fast = true })
       tn:destroy()
     end, 60000))
