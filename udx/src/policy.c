@@ -151,19 +151,26 @@ udx__policy_settle (udx_stream_t *s, bool want_new) {
   }
   if (!p->blocked)
     return;
-  // Held back: wake when every balance is positive again.
+  // Held back: wake when every balance is positive again. (When the
+  // balances are positive already, something else holds the stream back,
+  // a window or pacing, and that wakes it.)
   uint64_t wait = 0;
   for (int i = 0; i < p->n; i++) {
     udx_member_t *m = &p->m[i];
-    if (m->limiter->rate == 0 || m->tokens > 0)
+    if (m->limiter->rate == 0)
+      continue;
+    refill(m, s->now);
+    if (m->tokens > 0)
       continue;
     double r = share_rate(m);
     uint64_t w = (uint64_t) ((double) (1 - m->tokens) * (double) UDX_US_PER_S / r) + 1;
     if (w > wait)
       wait = w;
   }
-  if (wait == 0)
-    wait = 1;
+  if (wait == 0) {
+    p->blocked = false;
+    return;
+  }
   if (s->now + wait < s->pace_at)
     s->pace_at = s->now + wait;
   // Held back by policy is not a path limit: BBR must not learn this rate

@@ -2,6 +2,7 @@
 // its rate, weights split a shared rate, an idle member gives its share up,
 // a stream obeys the tightest of its limiters, and limiters outlive nothing.
 
+#include "../src/policy.h"
 #include "sim.h"
 #include "test.h"
 
@@ -184,12 +185,41 @@ test_lifetime (void) {
   sim_destroy(&sim);
 }
 
+// A limiter that does not bind (the link is slower) stays out of the way: the
+// stream is held back by its window, and no policy wake-up is left armed
+// from an old debt.
+static void
+test_not_binding (void) {
+  sim_t sim;
+  sim_init(&sim, 6);
+  sim.link[0].rate = 1 * MB;
+  sim.link[0].queue_bytes = 64 * 1024;
+  pairs_t p;
+  pairs(&sim, &p, 1);
+  udx_limiter_t *l;
+  CHECK_EQ(udx_limiter_init(&l, 2 * MB, 0), 0);
+  CHECK_EQ(udx_limiter_add(l, p.a[0], 1), 0);
+  send_bytes(&p, 0, 100 * MB);
+  int held = 0;
+  for (int i = 0; i < 40; i++) {
+    sim_advance(&sim, 100 * UDX_US_PER_MS);
+    // the window holds the stream back, never the (idle) limiter
+    if (p.a[0]->policy->blocked)
+      held++;
+  }
+  CHECK_EQ(held, 0);
+  check_near("bytes at the 1 MB/s link", (double) got(&p, 0), 4.0 * MB, 0.15);
+  udx_limiter_release(l);
+  sim_destroy(&sim);
+}
+
 static const test_case_t cases[] = {
     {"rate", test_rate},
     {"weights", test_weights},
     {"idle_share", test_idle_share},
     {"nested", test_nested},
     {"lifetime", test_lifetime},
+    {"not_binding", test_not_binding},
     {NULL, NULL},
 };
 
