@@ -8,30 +8,21 @@
 local ludx = require "ludx"
 local dht = require "ludx.dht"
 local crypto = require "ludx.crypto"
+local stdin = require "ludx.stdin"
 local core = ludx.core
 
--- Lines from stdin, read by the loop, so peer messages print meanwhile.
-local function stdin_lines()
-  local ready = ludx.waiters()
-  ludx.on_event(core.EV.LINE, function() ready:wake_all(true) end)
-  local tty = core.line_start(ludx.ref({}))
-  local function show(text) -- above the line being typed
-    if tty then core.line_write(text .. "\n") else print(text) io.stdout:flush() end
+-- Peer lines print above the line being typed (on a terminal).
+local function show(text)
+  if require("ludx.progress").isatty(0) then
+    core.line_write(text .. "\n")
+  else
+    print(text)
+    io.stdout:flush()
   end
-  local function next_line()
-    while true do
-      if tty then core.line_prompt("> ") end
-      local line = core.line_take()
-      if line == nil then return nil end -- end of input
-      if type(line) == "string" then return line end
-      ready:wait("stdin")
-    end
-  end
-  return next_line, show
 end
 
 -- Prints what the peer says while our lines go out; ends on either side.
-local function chat(conn, next_line, show)
+local function chat(conn)
   local listener = ludx.spawn("listen", function()
     while true do
       local text = conn:read()
@@ -40,17 +31,11 @@ local function chat(conn, next_line, show)
     end
     show("peer left")
   end)
-  local typist = ludx.spawn("type", function()
-    for line in next_line do
-      if not conn:write(line .. "\n") then break end
-    end
-    conn:finish()
-  end)
+  local typist = stdin.watch(function(line) conn:write(line .. "\n") end, function() conn:finish() end)
   listener:join()
   typist:cancel()
   conn:finish(1000)
   conn:close()
-  core.line_stop()
 end
 
 local function main()
@@ -81,19 +66,19 @@ local function main()
 
   local node = assert(dht.new({ bootstrap = { bootstrap }, port = 0 }))
   assert(node:ready())
-  local next_line, show = stdin_lines()
   if key then
-    chat(assert(node:connect(key)), next_line, show)
+    chat(assert(node:connect(key)))
   else
     local kp = dht.keypair()
     local done = ludx.waiters()
     local server = node:server(function(conn)
       show("peer joined")
-      chat(conn, next_line, show)
+      chat(conn)
       done:wake_all(true)
     end)
     assert(server:listen(kp))
-    show(crypto.hex(kp.public_key))
+    print(crypto.hex(kp.public_key))
+    io.stdout:flush()
     done:wait("a chat")
     server:close({ fast = true })
   end
