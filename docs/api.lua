@@ -470,6 +470,17 @@ p:finish()            --> fetch done: 64.0 MB in 0.52 s, 122.1 MB/s]],
   },
 
   {
+    name = "ludx.stdin",
+    summary = "Lines from stdin for programs driven by another process",
+    doc = "Reads stdin on the loop, so other tasks run meanwhile. One watcher per process (the REPL reads stdin its own way).",
+    example = [[
+stdin.watch(function(line) conn:write(line .. "\n") end, function() conn:finish() end)]],
+    functions = {
+      { "watch(on_line: function, on_eof?: function) -> task: ludx.Task", "Starts a task that calls on_line(line) for each line and on_eof() when stdin closes (default: exit the process with status 3)." },
+    },
+  },
+
+  {
     name = "ludx.json",
     summary = "JSON for control lines",
     doc = "Strict JSON: anything malformed is an error, never a partial value.",
