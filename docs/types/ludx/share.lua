@@ -25,7 +25,7 @@ local M = {}
 ---@return string? code
 function M.serve(node, what, opts) end
 
---- Fetches into dest: a directory share lands in dest (default ./NAME), a file share at dest or inside it when it is a directory. opts: order (see ludx.policy.schedule), window (chunks ahead, default 8), timeout (connect, ms), progress (a ludx.progress), on_manifest(m, layout) (return false to stop), on_file(path, final_path). Result: {files, bytes, received, skipped, seconds, root, target, manifest, stats}. Codes: EVERIFY (a chunk or file does not match), EPROTO, EREMOTE, ...
+--- Fetches into dest: a directory share lands in dest (default ./NAME), a file share at dest or inside it when it is a directory. opts: order (see ludx.policy.schedule), spread (files at once for "interleave"), window (chunks ahead, default 8), timeout (connect, ms), progress (a ludx.progress), on_manifest(m, layout) (return false to stop), on_file(path, final_path), on_check(n) (bytes on disk checked before the transfer). Result: {files, bytes, received, skipped, seconds, root, target, manifest, stats}. Codes: EVERIFY (a chunk or file does not match), EPROTO, EREMOTE, ...
 ---@param node ludx.dht.Node
 ---@param key string
 ---@param dest? string

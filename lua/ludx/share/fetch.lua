@@ -105,6 +105,7 @@ end
 -- dest (see ludx.share.store for where files land). opts:
 --   order     chunk order: "sequential" (default), "smallest", "largest",
 --             "interleave" (ludx.policy.schedule)
+--   spread    files at once for "interleave" (default 4)
 --   window    chunks asked for ahead (default 8)
 --   timeout   ms to connect; reads time out after 30 s of silence
 --   progress  an object with :start(total, have) and :update(bytes)
@@ -112,6 +113,7 @@ end
 --   on_manifest(m, layout)  called before anything is written; return
 --             false to stop
 --   on_file(path, final_path)  after each file checks and is in place
+--   on_check(n)  n more bytes on disk were checked (before the transfer)
 -- Returns {files=, bytes=, received=, skipped=, seconds=, root=, target=,
 -- manifest=, stats= (the connection's stats)}
 -- or nil, msg, code. An interrupted fetch leaves verified partial files;
