@@ -403,6 +403,54 @@ udx_stream_set_fault (udx_stream_t *stream, const udx_fault_t *fault);
 int
 udx_stream_set_ack_policy (udx_stream_t *stream, int policy);
 
+// ---------------------------------------------------------------------------
+// Transfer policies: rate limits and weighted shares, enforced in the send
+// path on new data (retransmissions and control packets are never held
+// back). A limiter is a token bucket of `rate` bytes/s, `burst` bytes deep
+// (0: 20 ms at the rate); streams join it with a weight, and while k of them
+// have data waiting, member i gets rate * w_i / (their weight sum). A stream
+// belongs to up to UDX_LIMITS_MAX limiters (its own, its peer's, a link's)
+// and sends only when all of them allow. rate 0 = unlimited.
+
+typedef struct udx_limiter_s udx_limiter_t;
+
+#define UDX_LIMITS_MAX 4
+
+typedef struct udx_limiter_stats_s {
+  uint64_t rate;    // bytes/s
+  uint64_t burst;   // bytes
+  uint32_t members; // streams in it
+  uint32_t active;  // of those, with data waiting
+  uint64_t bytes;   // DATA payload bytes sent by its members
+  uint64_t waits;   // times a member was held back
+} udx_limiter_stats_t;
+
+int
+udx_limiter_init (udx_limiter_t **out, uint64_t rate, uint64_t burst);
+
+int
+udx_limiter_set_rate (udx_limiter_t *limiter, uint64_t rate, uint64_t burst);
+
+// Drops the caller's reference; the memory goes once no stream uses it.
+void
+udx_limiter_release (udx_limiter_t *limiter);
+
+// Adds the stream with a weight (>= 1), or sets its weight if it is in.
+// UV_ENOSPC when the stream is in UDX_LIMITS_MAX limiters already. A stream
+// leaves its limiters when it is finalized.
+int
+udx_limiter_add (udx_limiter_t *limiter, udx_stream_t *stream, uint32_t weight);
+
+int
+udx_limiter_remove (udx_limiter_t *limiter, udx_stream_t *stream);
+
+void
+udx_limiter_get_stats (const udx_limiter_t *limiter, udx_limiter_stats_t *out);
+
+// The live stream with this local id (for bindings that know streams by id).
+int
+udx_stream_lookup (udx_t *udx, uint32_t local_id, udx_stream_t **out);
+
 const char *
 udx_version_string (void);
 

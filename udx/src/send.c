@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -280,7 +281,7 @@ udx__send_new (udx_stream_t *s, bool tlp) {
   if (tlp) {
     if (s->inflight >= udx__rwnd_pkts(s))
       return false;
-  } else if (!udx__window_allows_new(s) || s->tokens <= 0) {
+  } else if (!udx__window_allows_new(s) || s->tokens <= 0 || !udx__policy_allows(s)) {
     return false;
   }
   if (!udx__pkts_reserve(s))
@@ -319,6 +320,7 @@ udx__send_new (udx_stream_t *s, bool tlp) {
     s->progress_at = s->now;
 
   udx__transmit(s, p, false);
+  udx__policy_on_send(s, len);
   s->snd_pkt_off += len;
   s->snd_nxt++;
 
@@ -393,6 +395,7 @@ udx__send_packets (udx_stream_t *s) {
   } else {
     s->pace_at = UDX_NEVER;
   }
+  udx__policy_after_send(s, udx__has_new(s));
 
   // Zero window with data waiting and nothing in flight: probe (ZWP).
   if (s->send_rwnd == 0 && s->snd_una == s->snd_nxt && udx__has_new(s)) {

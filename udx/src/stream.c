@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -48,6 +49,7 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
 
 void
 udx__stream_engine_free (udx_stream_t *s) {
+  udx__policy_free(s);
   udx__bufq_destroy(&s->sndq, s->pool);
   udx__bufq_destroy(&s->rdq, s->pool);
   for (uint32_t i = 0; i < s->ooo_cap; i++) {

@@ -254,6 +254,8 @@ struct udx_stream_s {
 
   udx_stream_stats_t stats;
 
+  struct udx_policy_s *policy; // limiters (policy.c), NULL if none
+
   // --- io fields: the engine never touches these
   uv_timer_t timer;
   uint64_t timer_at;
