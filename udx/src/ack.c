@@ -144,13 +144,24 @@ udx__tlp_check_repaired (udx_stream_t *s, uint32_t ack) {
     s->tlp_in_flight = false;
 }
 
+// Acked bytes leave the send queue, unless the host still holds datagrams
+// pointing into it (then once it lets go of the last, udx__stream_unpin).
 static void
 udx__release_acked_bytes (udx_stream_t *s) {
   udx_pkt_t *p = udx__pkt(s, s->snd_una);
   uint64_t off = p ? p->off : s->snd_pkt_off;
   if (s->snd_una == s->snd_nxt)
     off = s->snd_pkt_off;
-  udx__bufq_release(&s->sndq, s->pool, off);
+  if (off > s->snd_acked_off)
+    s->snd_acked_off = off;
+  if (s->tx_pins == 0)
+    udx__bufq_release(&s->sndq, s->pool, s->snd_acked_off);
+}
+
+void
+udx__stream_unpin (udx_stream_t *s) {
+  if (s->tx_pins > 0 && --s->tx_pins == 0)
+    udx__bufq_release(&s->sndq, s->pool, s->snd_acked_off);
 }
 
 void
@@ -287,7 +298,7 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
     }
   }
 
-  if ((s->status & UDX_S_FLUSH) && s->sndq.start >= s->flush_off) {
+  if ((s->status & UDX_S_FLUSH) && s->snd_acked_off >= s->flush_off) {
     s->status &= ~UDX_S_FLUSH;
     if (s->cb.on_flush && !UDX_CALLBACK(s, s->cb.on_flush(s)))
       return;

@@ -134,7 +134,7 @@ int
 udx_stream_flush (udx_stream_t *s) {
   if (udx__stream_dead(s))
     return UV_ENOTCONN;
-  if (s->sndq.start >= s->sndq.end && s->snd_una == s->snd_nxt)
+  if (s->snd_acked_off >= s->sndq.end && s->snd_una == s->snd_nxt)
     return 1;
   s->flush_off = s->sndq.end;
   s->status |= UDX_S_FLUSH;

@@ -41,7 +41,7 @@ udx__header (udx_stream_t *s, uint8_t *hdr, uint8_t type, uint8_t data_offset, c
 }
 
 void
-udx__send_emit (udx_stream_t *s, uint8_t slot, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt) {
+udx__send_emit (udx_stream_t *s, uint8_t slot, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt, bool queued) {
   struct iovec v[8];
   size_t len = hdr_len;
   v[0].iov_base = (void *) hdr;
@@ -55,7 +55,7 @@ udx__send_emit (udx_stream_t *s, uint8_t slot, const uint8_t *hdr, size_t hdr_le
   }
   s->stats.packets_sent++;
   s->stats.bytes_sent += len;
-  s->host->send(s, udx__remote_for(s, slot), v, n, len);
+  s->host->send(s, udx__remote_for(s, slot), v, n, len, queued);
 }
 
 // ACK: cumulative ack + as many SACK ranges as fit a base-MTU packet.
@@ -78,7 +78,7 @@ udx__send_ack (udx_stream_t *s) {
   udx__header(s, hdr, n ? UDX_HEADER_SACK : 0, 0, to, s->snd_nxt);
 
   struct iovec iov = {.iov_base = sacks, .iov_len = n * 8};
-  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), &iov, 1);
+  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), &iov, 1, false);
   s->status &= ~UDX_S_ACK_NEEDED;
 }
 
@@ -89,7 +89,7 @@ udx__send_heartbeat (udx_stream_t *s) {
   uint8_t hdr[UDX_HEADER_SIZE];
   const udx_remote_t *to = &s->remote[s->cur_remote];
   udx__header(s, hdr, UDX_HEADER_HEARTBEAT, 0, to, s->snd_nxt);
-  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), NULL, 0);
+  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), NULL, 0, false);
 }
 
 // --- transmit-order list (RACK walks it oldest first), linked by seq
@@ -244,7 +244,9 @@ udx__transmit (udx_stream_t *s, udx_pkt_t *p, bool retransmit) {
   if (p->len)
     n += udx__bufq_iov(&s->sndq, p->off, p->len, iov + n, 4 - n);
 
-  udx__send_emit(s, p->remote, hdr, sizeof(hdr), iov, n);
+  // The payload is read from the send queue (and the padding from static
+  // zeros) when the host sends it: no copy here.
+  udx__send_emit(s, p->remote, hdr, sizeof(hdr), iov, n, true);
   udx__pacing_on_send(s, UDX_HEADER_SIZE + p->padding + p->len);
 }
 

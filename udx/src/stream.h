@@ -31,9 +31,13 @@ typedef struct udx_remote_s {
 } udx_remote_t;
 
 typedef struct udx_host_s {
-  // Hands one datagram to the network. The iov memory is only valid during
-  // the call: the host copies (or sends) it before returning.
-  void (*send)(udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len);
+  // Hands one datagram to the network. iov[0] (the header) is only valid
+  // during the call. With `queued`, the other iovecs point into the stream's
+  // send queue (or static memory) and stay valid while s->tx_pins > 0: the
+  // host may keep them instead of copying, counting each datagram it keeps
+  // in s->tx_pins and calling udx__stream_unpin once it is sent or dropped.
+  // Without `queued` the host copies everything before returning.
+  void (*send)(udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len, bool queued);
   // The stream closed (s->close_status). The host delivers on_close and later
   // on_finalize, outside the engine call.
   void (*closed)(udx_stream_t *s);
@@ -147,12 +151,14 @@ struct udx_stream_s {
   uint32_t snd_nxt;
   uint32_t snd_wl1;
   uint32_t snd_wl2;
-  uint32_t send_rwnd;   // bytes, peer's window
-  udx_bufq_t sndq;      // bytes written, not yet acked
-  uint64_t snd_pkt_off; // next byte to packetise
-  uint64_t end_off;     // write_end position
-  uint64_t bytes_acked; // total bytes delivered (cumulative or sacked)
-  uint64_t flush_off;   // on_flush owed when everything below this is acked
+  uint32_t send_rwnd;     // bytes, peer's window
+  udx_bufq_t sndq;        // bytes written, not yet acked
+  uint64_t snd_pkt_off;   // next byte to packetise
+  uint64_t end_off;       // write_end position
+  uint64_t bytes_acked;   // total bytes delivered (cumulative or sacked)
+  uint64_t flush_off;     // on_flush owed when everything below this is acked
+  uint64_t snd_acked_off; // bytes below are acked; released from sndq when tx_pins is 0
+  uint32_t tx_pins;       // datagrams the host holds that point into sndq
 
   udx_pkt_t *pkts; // outgoing ring indexed by seq
   uint32_t pkts_cap;
@@ -325,6 +331,10 @@ udx__stream_close (udx_stream_t *s, int status);
 void
 udx__stream_refresh_stats (udx_stream_t *s);
 
+// The host is done with one datagram it kept (see udx_host_t.send).
+void
+udx__stream_unpin (udx_stream_t *s);
+
 // --- internal helpers shared between engine files
 
 static inline uint32_t
@@ -366,7 +376,7 @@ void
 udx__send_packets (udx_stream_t *s);
 
 void
-udx__send_emit (udx_stream_t *s, uint8_t remote, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt);
+udx__send_emit (udx_stream_t *s, uint8_t remote, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt, bool queued);
 
 void
 udx__retransmit_queue_push (udx_stream_t *s, udx_pkt_t *p);

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -170,21 +172,8 @@ udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size
 }
 
 int
-udx__sys_send_batch (int fd, udx_tx_slot_t *const *slots, int n) {
+udx__sys_send_msgs (int fd, udx_mmsg_t *msgs, int n) {
 #ifdef __linux__
-  struct mmsghdr msgs[UDX_TX_SLOTS];
-  struct iovec iov[UDX_TX_SLOTS];
-  if (n > UDX_TX_SLOTS)
-    n = UDX_TX_SLOTS;
-  for (int i = 0; i < n; i++) {
-    iov[i].iov_base = slots[i]->buf;
-    iov[i].iov_len = slots[i]->len;
-    memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
-    msgs[i].msg_hdr.msg_name = &slots[i]->to;
-    msgs[i].msg_hdr.msg_namelen = slots[i]->to_len;
-    msgs[i].msg_hdr.msg_iov = &iov[i];
-    msgs[i].msg_hdr.msg_iovlen = 1;
-  }
   int r;
   do {
     r = sendmmsg(fd, msgs, (unsigned) n, MSG_DONTWAIT);
@@ -196,11 +185,53 @@ udx__sys_send_batch (int fd, udx_tx_slot_t *const *slots, int n) {
   for (int i = 0; i < n; i++) {
     ssize_t r;
     do {
-      r = sendto(fd, slots[i]->buf, slots[i]->len, 0, (struct sockaddr *) &slots[i]->to, slots[i]->to_len);
+      r = sendmsg(fd, &msgs[i].msg_hdr, 0);
     } while (r < 0 && errno == EINTR);
     if (r < 0)
       return i > 0 ? i : uv_translate_sys_error(errno);
   }
   return n;
+#endif
+}
+
+void
+udx__sys_gso_cmsg (struct msghdr *h, udx_gso_cmsg_t *c, uint16_t gso_size) {
+#if defined(__linux__) && defined(UDP_SEGMENT)
+  memset(c, 0, sizeof(*c));
+  h->msg_control = c->buf;
+  h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+  struct cmsghdr *cm = CMSG_FIRSTHDR(h);
+  cm->cmsg_level = IPPROTO_UDP;
+  cm->cmsg_type = UDP_SEGMENT;
+  cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+  memcpy(CMSG_DATA(cm), &gso_size, sizeof(gso_size));
+#else
+  (void) h;
+  (void) c;
+  (void) gso_size;
+#endif
+}
+
+// UDX_GSO=0 in the environment turns the offloads off (for measurements).
+static bool
+udx__sys_offload_wanted (void) {
+  static int wanted = -1;
+  if (wanted < 0) {
+    const char *e = getenv("UDX_GSO");
+    wanted = !(e && strcmp(e, "0") == 0);
+  }
+  return wanted;
+}
+
+bool
+udx__sys_enable_gso (int fd) {
+#if defined(__linux__) && defined(UDP_SEGMENT)
+  if (!udx__sys_offload_wanted())
+    return false;
+  int zero = 0; // per-message sizes come in control data
+  return setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+#else
+  (void) fd;
+  return false;
 #endif
 }

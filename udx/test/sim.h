@@ -83,6 +83,14 @@ struct sim_s {
   uint32_t heap_cap;
   uint64_t heap_order;
   uint64_t raw[2]; // datagrams for unknown ids
+  // Zero copy, as the io layer: DATA payloads stay in the send queue (the
+  // stream's tx_pins held) and are read only at the end of the step.
+  bool zero_copy;
+  uint64_t zero_copy_hold_us; // and held this long (a full socket)
+  uint64_t pending_since;
+  struct sim_pending_s *pending;
+  uint32_t npending;
+  uint32_t pending_cap;
   // optional tap: sees every datagram sent (before link effects)
   void (*tap)(void *ctx, int from, const uint8_t *buf, size_t len);
   void *tap_ctx;
