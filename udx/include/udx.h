@@ -54,7 +54,7 @@ typedef struct udx_stream_s udx_stream_t;
 // fields at any time without a call (FFI-friendly). New fields are only ever
 // appended, and `version` is bumped when they are.
 
-#define UDX_SOCKET_STATS_VERSION 1
+#define UDX_SOCKET_STATS_VERSION 2
 
 typedef struct udx_socket_stats_s {
   uint32_t version;
@@ -78,6 +78,9 @@ typedef struct udx_socket_stats_s {
   uint64_t send_err_nobufs;
   uint64_t send_err_other;
   uint64_t fault_dropped; // datagrams dropped by fault injection
+  // version 2
+  uint64_t tx_segmented; // datagrams sent inside UDP_SEGMENT (GSO) messages
+  uint64_t rx_coalesced; // datagrams received inside UDP_GRO messages
 } udx_socket_stats_t;
 
 #define UDX_STREAM_STATS_VERSION 1

@@ -12,7 +12,9 @@
 #include "internal.h"
 #include "stream.h"
 
-#define UDX_RX_BATCH     32           // datagrams per recvmmsg
+#define UDX_RX_BATCH     32    // messages per recvmmsg (16 with GRO)
+#define UDX_RX_GRO_SIZE  65536 // a GRO message: up to 64 KiB of datagrams
+#define UDX_RX_AREA      (16 * UDX_RX_GRO_SIZE)
 #define UDX_RX_BUDGET    256          // datagrams per readable callback
 #define UDX_TX_SLOTS     512          // datagrams queued per socket before a flush
 #define UDX_TX_IOV       4            // header, padding, payload in up to two chunks
@@ -113,6 +115,7 @@ struct udx_socket_s {
   udx_gso_cmsg_t *tx_cmsg; // scratch: their UDP_SEGMENT control data
   uint32_t tx_plain;       // slots at the head to send without GSO (after an error)
   bool gso;                // UDP_SEGMENT works on this socket
+  bool gro;                // UDP_GRO: a received message may hold several datagrams
 
   udx_fault_state_t *fault;
   udx_held_t held[UDX_HELD_MAX];
@@ -257,10 +260,16 @@ udx__sys_set_dontfrag (int fd, int family);
 int
 udx__sys_link_mtu (const struct sockaddr *addr);
 
-// Receives up to n datagrams into bufs (each UDX_RX_BUFFER_SIZE bytes).
-// Returns the count (lens, addrs, truncated filled) or a negative UV error.
+typedef struct udx_rx_msg_s {
+  size_t len;
+  size_t seg; // GRO: datagrams of seg bytes (the last may be shorter); 0: one datagram
+  bool truncated;
+} udx_rx_msg_t;
+
+// Receives up to n messages into bufs (each `size` bytes apart). Returns
+// the count (msgs and addrs filled) or a negative UV error.
 int
-udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size_t *lens, bool *truncated, int n);
+udx__sys_recv_batch (int fd, uint8_t *bufs, size_t size, struct sockaddr_storage *addrs, udx_rx_msg_t *msgs, int n);
 
 // Sends n prepared messages (msg_name, msg_iov, msg_control set); returns
 // how many went out (> 0), or a negative UV error for the first one.
@@ -272,9 +281,13 @@ udx__sys_send_msgs (int fd, udx_mmsg_t *msgs, int n);
 void
 udx__sys_gso_cmsg (struct msghdr *h, udx_gso_cmsg_t *c, uint16_t gso_size);
 
-// Enables UDP_SEGMENT sends / UDP_GRO receives; false if unsupported.
+// Enables UDP_SEGMENT sends; false if unsupported (or UDX_GSO=0).
 bool
 udx__sys_enable_gso (int fd);
+
+// Enables UDP_GRO receives; false if unsupported (or UDX_GRO=0).
+bool
+udx__sys_enable_gro (int fd);
 
 // --- fault.c
 

@@ -269,15 +269,19 @@ udx__socket_rx (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_st
 void
 udx__socket_read (udx_socket_t *sock) {
   udx_t *udx = sock->udx;
-  size_t lens[UDX_RX_BATCH];
-  bool trunc[UDX_RX_BATCH];
+  udx_rx_msg_t msgs[UDX_RX_BATCH];
   int budget = UDX_RX_BUDGET;
+  size_t size = sock->gro ? UDX_RX_GRO_SIZE : UDX_RX_BUFFER_SIZE;
+  int batch = (int) (UDX_RX_AREA / size);
+  if (batch > UDX_RX_BATCH)
+    batch = UDX_RX_BATCH;
 
   // A bounded amount of work per readable event, so timers and acks of other
-  // streams are never starved by a flood.
+  // streams are never starved by a flood. Each datagram is processed right
+  // after its batch is read, in this same callback.
   while (budget > 0 && !sock->closing) {
-    int want = budget < UDX_RX_BATCH ? budget : UDX_RX_BATCH;
-    int n = udx__sys_recv_batch(sock->fd, udx->rx_bufs, udx->rx_addrs, lens, trunc, want);
+    int want = budget < batch ? budget : batch;
+    int n = udx__sys_recv_batch(sock->fd, udx->rx_bufs, size, udx->rx_addrs, msgs, want);
     if (n <= 0) {
       if (n < 0 && n != UV_EAGAIN)
         udx__log(udx, "recv failed (%s)", uv_err_name(n));
@@ -286,15 +290,25 @@ udx__socket_read (udx_socket_t *sock) {
     sock->stats.recv_batches++;
     for (int i = 0; i < n && !sock->closing; i++) {
       uint64_t now = udx__now();
-      sock->stats.packets_rx++;
-      sock->stats.bytes_rx += lens[i];
-      if (trunc[i]) {
-        sock->stats.truncated++; // a cut datagram would corrupt data: drop it
-        continue;
-      }
-      udx__socket_rx(sock, udx->rx_bufs + (size_t) i * UDX_RX_BUFFER_SIZE, lens[i], &udx->rx_addrs[i], now);
+      uint8_t *buf = udx->rx_bufs + (size_t) i * size;
+      // GRO: several datagrams of one flow, `seg` bytes each (the last may be shorter).
+      size_t seg = msgs[i].seg ? msgs[i].seg : msgs[i].len;
+      size_t off = 0;
+      if (msgs[i].seg)
+        sock->stats.rx_coalesced += (msgs[i].len + seg - 1) / seg;
+      do {
+        size_t len = msgs[i].len - off < seg ? msgs[i].len - off : seg;
+        sock->stats.packets_rx++;
+        sock->stats.bytes_rx += len;
+        budget--;
+        if (msgs[i].truncated || len > UDX_RX_BUFFER_SIZE) {
+          sock->stats.truncated++; // a cut datagram would corrupt data: drop it
+        } else {
+          udx__socket_rx(sock, buf + off, len, &udx->rx_addrs[i], now);
+        }
+        off += len;
+      } while (off < msgs[i].len && !sock->closing);
     }
-    budget -= n;
     if (n < want)
       break;
   }
@@ -388,6 +402,7 @@ udx_socket_bind (udx_socket_t *sock, const struct sockaddr *addr, unsigned flags
   udx__sys_set_ttl(fd, family, sock->ttl);
   udx__sys_set_dontfrag(fd, family);
   sock->gso = udx__sys_enable_gso(fd);
+  sock->gro = udx__sys_enable_gro(fd);
 
   int err = uv_poll_init_socket(sock->udx->loop, &sock->poll, fd);
   if (err < 0) {

@@ -119,20 +119,26 @@ udx__sys_link_mtu (const struct sockaddr *addr) {
 }
 
 int
-udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size_t *lens, bool *truncated, int n) {
+udx__sys_recv_batch (int fd, uint8_t *bufs, size_t size, struct sockaddr_storage *addrs, udx_rx_msg_t *out, int n) {
 #ifdef __linux__
   struct mmsghdr msgs[UDX_RX_BATCH];
   struct iovec iov[UDX_RX_BATCH];
+  union {
+    struct cmsghdr h;
+    uint8_t buf[CMSG_SPACE(sizeof(int))];
+  } ctl[UDX_RX_BATCH];
   if (n > UDX_RX_BATCH)
     n = UDX_RX_BATCH;
   for (int i = 0; i < n; i++) {
-    iov[i].iov_base = bufs + (size_t) i * UDX_RX_BUFFER_SIZE;
-    iov[i].iov_len = UDX_RX_BUFFER_SIZE;
+    iov[i].iov_base = bufs + (size_t) i * size;
+    iov[i].iov_len = size;
     memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
     msgs[i].msg_hdr.msg_name = &addrs[i];
     msgs[i].msg_hdr.msg_namelen = sizeof(addrs[i]);
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
+    msgs[i].msg_hdr.msg_control = ctl[i].buf;
+    msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
   }
   int r;
   do {
@@ -141,14 +147,26 @@ udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size
   if (r < 0)
     return uv_translate_sys_error(errno);
   for (int i = 0; i < r; i++) {
-    lens[i] = msgs[i].msg_len;
-    truncated[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+    struct msghdr *h = &msgs[i].msg_hdr;
+    out[i].len = msgs[i].msg_len;
+    out[i].truncated = (h->msg_flags & MSG_TRUNC) != 0;
+    out[i].seg = 0;
+#ifdef UDP_GRO
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+      if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+        int seg;
+        memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+        if (seg > 0 && (size_t) seg < out[i].len)
+          out[i].seg = (size_t) seg;
+      }
+    }
+#endif
   }
   return r;
 #else
   int got = 0;
   while (got < n) {
-    struct iovec iov = {bufs + (size_t) got * UDX_RX_BUFFER_SIZE, UDX_RX_BUFFER_SIZE};
+    struct iovec iov = {bufs + (size_t) got * size, size};
     struct msghdr h;
     memset(&h, 0, sizeof(h));
     h.msg_name = &addrs[got];
@@ -163,8 +181,9 @@ udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size
         break;
       return uv_translate_sys_error(errno);
     }
-    lens[got] = (size_t) r;
-    truncated[got] = (h.msg_flags & MSG_TRUNC) != 0;
+    out[got].len = (size_t) r;
+    out[got].seg = 0;
+    out[got].truncated = (h.msg_flags & MSG_TRUNC) != 0;
     got++;
   }
   return got;
@@ -212,24 +231,34 @@ udx__sys_gso_cmsg (struct msghdr *h, udx_gso_cmsg_t *c, uint16_t gso_size) {
 #endif
 }
 
-// UDX_GSO=0 in the environment turns the offloads off (for measurements).
+// UDX_GSO=0 / UDX_GRO=0 in the environment turn the offloads off (for
+// measurements).
 static bool
-udx__sys_offload_wanted (void) {
-  static int wanted = -1;
-  if (wanted < 0) {
-    const char *e = getenv("UDX_GSO");
-    wanted = !(e && strcmp(e, "0") == 0);
-  }
-  return wanted;
+udx__sys_env_on (const char *name) {
+  const char *e = getenv(name);
+  return !(e && strcmp(e, "0") == 0);
 }
 
 bool
 udx__sys_enable_gso (int fd) {
 #if defined(__linux__) && defined(UDP_SEGMENT)
-  if (!udx__sys_offload_wanted())
+  if (!udx__sys_env_on("UDX_GSO"))
     return false;
   int zero = 0; // per-message sizes come in control data
   return setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+#else
+  (void) fd;
+  return false;
+#endif
+}
+
+bool
+udx__sys_enable_gro (int fd) {
+#if defined(__linux__) && defined(UDP_GRO)
+  if (!udx__sys_env_on("UDX_GRO"))
+    return false;
+  int one = 1;
+  return setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
 #else
   (void) fd;
   return false;

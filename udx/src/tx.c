@@ -298,8 +298,11 @@ udx__socket_flush (udx_socket_t *sock) {
     if (r > 0) {
       sock->stats.send_batches++;
       int done = 0;
-      for (int m = 0; m < r; m++)
+      for (int m = 0; m < r; m++) {
         done += segs[m];
+        if (segs[m] > 1)
+          sock->stats.tx_segmented += segs[m];
+      }
       udx__tx_advance(sock, done, true);
       continue;
     }

@@ -317,7 +317,7 @@ udx_init (uv_loop_t *loop, udx_t **out) {
   udx_t *udx = calloc(1, sizeof(*udx));
   if (udx == NULL)
     return UV_ENOMEM;
-  udx->rx_bufs = malloc((size_t) UDX_RX_BATCH * UDX_RX_BUFFER_SIZE);
+  udx->rx_bufs = malloc(UDX_RX_AREA);
   if (udx->rx_bufs == NULL) {
     free(udx);
     return UV_ENOMEM;

@@ -2,6 +2,7 @@
 // messages and UDP_SEGMENT runs, zero-copy DATA over loopback, and datagrams
 // that still point into a stream's send queue when the stream goes away.
 
+#include <netinet/udp.h>
 #include <string.h>
 
 #include "../src/io.h"
@@ -179,6 +180,93 @@ test_forget_stream (void) {
   io_close_all(&loop, udx, socks, 2);
 }
 
+// Raw datagrams queued together leave as one UDP_SEGMENT message (equal
+// sizes, a shorter last one) and come out of a UDP_GRO receive as the same
+// datagrams, in order, whole.
+typedef struct {
+  int got;
+  size_t lens[16];
+  uint8_t first[16];
+  bool intact;
+} seg_rx_t;
+
+static void
+on_seg_raw (udx_socket_t *sock, const uint8_t *buf, size_t len, const struct sockaddr *from) {
+  UDX_UNUSED(from);
+  seg_rx_t *r = udx_socket_get_data(sock);
+  if (r->got < 16) {
+    r->lens[r->got] = len;
+    r->first[r->got] = buf[0];
+  }
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] != (uint8_t) (buf[0] + i))
+      r->intact = false;
+  }
+  r->got++;
+}
+
+static void
+gso_gro_raw (bool gro) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+#ifdef UDP_GRO
+  if (!gro && sb->gro) {
+    int zero = 0; // the kernel splits the message for this socket
+    CHECK(setsockopt(sb->fd, IPPROTO_UDP, UDP_GRO, &zero, sizeof(zero)) == 0);
+    sb->gro = false;
+  }
+#else
+  UDX_UNUSED(gro);
+#endif
+  seg_rx_t r = {.intact = true};
+  udx_socket_set_data(sb, &r);
+  CHECK(udx_socket_recv_start(sb, on_seg_raw) == 0);
+  struct sockaddr_storage to;
+  io_addr("127.0.0.1", io_port(sb), &to);
+
+  size_t sizes[5] = {300, 300, 300, 300, 77};
+  for (int i = 0; i < 5; i++) {
+    uint8_t buf[300];
+    for (size_t k = 0; k < sizes[i]; k++)
+      buf[k] = (uint8_t) (i * 40 + k);
+    struct iovec iov = {.iov_base = buf, .iov_len = sizes[i]};
+    udx__socket_queue(sa, (struct sockaddr *) &to, &iov, 1, sizes[i], NULL, NULL);
+  }
+  udx__socket_flush(sa);
+  const udx_socket_stats_t *st = udx_socket_stats(sa);
+  CHECK_EQ(st->packets_tx, 5);
+  if (sa->gso)
+    CHECK_EQ(st->tx_segmented, 5);
+
+  CHECK(io_run_until(&loop, &r.got, 5, 5000));
+  CHECK_EQ(r.got, 5);
+  CHECK(r.intact);
+  for (int i = 0; i < 5; i++) {
+    CHECK_EQ(r.lens[i], sizes[i]);
+    CHECK_EQ(r.first[i], i * 40);
+  }
+  if (sa->gso && sb->gro)
+    CHECK_EQ(udx_socket_stats(sb)->rx_coalesced, 5);
+  if (!sb->gro)
+    CHECK_EQ(udx_socket_stats(sb)->rx_coalesced, 0);
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
+static void
+test_gso_to_gro (void) {
+  gso_gro_raw(true);
+}
+
+static void
+test_gso_to_plain (void) {
+  gso_gro_raw(false);
+}
+
 static const test_case_t cases[] = {
     {"plan_runs", test_plan_runs},
     {"plan_boundaries", test_plan_boundaries},
@@ -186,6 +274,8 @@ static const test_case_t cases[] = {
     {"plan_dropped", test_plan_dropped},
     {"batched_transfer", test_batched_transfer},
     {"forget_stream", test_forget_stream},
+    {"gso_to_gro", test_gso_to_gro},
+    {"gso_to_plain", test_gso_to_plain},
     {NULL, NULL},
 };
 
