@@ -104,4 +104,10 @@ ludx_bind_testdata (lua_State *L);
 void
 ludx_bind_crypto (lua_State *L);
 
+void
+ludx_bind_tcp (lua_State *L);
+
+void
+ludx_bind_fs (lua_State *L);
+
 #endif

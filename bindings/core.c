@@ -22,6 +22,8 @@ luaopen_ludx_core (lua_State *L) {
   ludx_bind_udx(L);
   ludx_bind_testdata(L);
   ludx_bind_crypto(L);
+  ludx_bind_tcp(L);
+  ludx_bind_fs(L);
   // When the state closes, every handle still open is closed and the loop
   // runs until they are gone.
   lua_newuserdata(L, 1);

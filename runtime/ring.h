@@ -24,6 +24,12 @@ enum {
   LUDX_EV_LINE = 6, // the line reader has lines (or EOF) to take
   LUDX_EV_FS = 7,     // a = result
   LUDX_EV_LOOKUP = 8, // a = status: the lookup's addresses are ready
+  LUDX_EV_TCP_CONNECTION = 9, // a server has connections to accept
+  LUDX_EV_TCP_CONNECT = 10,   // a = status of a connect
+  LUDX_EV_TCP_READABLE = 11,  // bytes, EOF or an error to take
+  LUDX_EV_TCP_DRAIN = 12,     // below the write high-water mark again
+  LUDX_EV_TCP_SHUTDOWN = 13,  // our FIN went out (a = status)
+  LUDX_EV_TCP_CLOSE = 14,
   // 32..63: udx bindings
   LUDX_EV_UDX_BASE = 32,
   LUDX_EV_UDX_SOCKET_RECV = 32,  // datagrams queued (empty -> non-empty)

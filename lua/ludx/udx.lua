@@ -45,6 +45,11 @@ local function check_id(v, name, fname)
   end
 end
 
+-- A read hands over at most this much unless told otherwise: LuaJIT serves
+-- strings up to 128 KiB from its heap, larger ones from fresh mmaps, whose
+-- page faults cost more than the extra reads.
+M.READ_MAX = 65536
+
 -- Reads (timeout) or (max, timeout) or ({max=, timeout=}).
 local function read_args(a, b, fname)
   local max, timeout = nil, nil
@@ -56,7 +61,7 @@ local function read_args(a, b, fname)
   if max ~= nil and (type(max) ~= "number" or max < 1 or max % 1 ~= 0) then
     bad_arg("max", fname, "positive integer", tostring(max))
   end
-  return max, ludx.check_timeout(timeout, fname)
+  return max or M.READ_MAX, ludx.check_timeout(timeout, fname)
 end
 
 local function timeout_arg(t, fname)
@@ -270,8 +275,8 @@ function Stream:flush(timeout)
   return true
 end
 
---- All in-order bytes available now (up to max), waiting for some if none;
--- nil at EOF; nil, msg, code on error.
+--- All in-order bytes available now, up to max (default udx.READ_MAX, 64
+-- KiB), waiting for some if none; nil at EOF; nil, msg, code on error.
 function Stream:read(a, b)
   local max, timeout = read_args(a, b, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end

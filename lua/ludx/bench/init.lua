@@ -155,8 +155,13 @@ end
 function M.render(samples, cases)
   local out = {}
   for _, c in ipairs(cases) do
+    local id = c.suite .. "/" .. c.name
     out[#out + 1] = format("\n%s / %s  (%s)", c.suite, c.name, c.description or "")
-    out[#out + 1] = M.render_case(c.suite .. "/" .. c.name, samples, c.systems, c.baseline)
+    if c.render then
+      out[#out + 1] = c.render(samples, id)
+    else
+      out[#out + 1] = M.render_case(id, samples, c.systems, c.baseline)
+    end
   end
   return table.concat(out, "\n")
 end

@@ -28,10 +28,11 @@ end
 
 local function end_command(kind, root, opts)
   local arg = json.encode(opts)
+  local many = opts.streams ~= nil
   if kind == "ludx" then
-    return core.exepath(), { root .. "/bench/peers/ludx-bench.lua", arg }
+    return core.exepath(), { root .. "/bench/peers/" .. (many and "ludx-bench-many.lua" or "ludx-bench.lua"), arg }
   elseif kind == "udx-native" then
-    return "node", { (os.getenv("LUDX_NODE_BENCH") or (root .. "/bench/peers/udx-bench.js")), arg }
+    return "node", { root .. "/bench/peers/" .. (many and "udx-bench-many.js" or "udx-bench.js"), arg }
   elseif kind == "ludx-c" then
     return exe_dir() .. "/ludx-cbench", { arg }
   end
@@ -76,7 +77,10 @@ function End:send(obj)
   self.p:write(json.encode(obj) .. "\n")
 end
 
+-- An end exits by itself after its done line; give it a moment (a profiler
+-- wrapped around it must write its data) before it is killed.
 function End:close()
+  self.p:wait(5000)
   self.p:close()
 end
 
@@ -97,7 +101,10 @@ function M.transfer(root, system, opts)
   local skind, rkind = system:match("^(%S+) %-> (%S+)$")
   assert(skind, "a system is '<sender> -> <receiver>'")
   local timeout = opts.timeout or 300000
-  local common = { secret = opts.secret or false, seed = opts.seed or 1, timeoutMs = timeout }
+  -- both ends hash outside their timed window (the receiver keeps the bytes
+  -- and hashes them after the end), so CPU figures measure the transport
+  local common = { secret = opts.secret or false, seed = opts.seed or 1, timeoutMs = timeout, hash = opts.hash or "after",
+    streams = opts.streams }
   local ropts = { role = "recv" }
   local sopts = { role = "send", bytes = opts.bytes, chunk = opts.chunk or 65536 }
   for k, v in pairs(common) do ropts[k], sopts[k] = v, v end
@@ -105,8 +112,8 @@ function M.transfer(root, system, opts)
   for k, v in pairs(opts.sender_opts or {}) do sopts[k] = v end
   -- ends that are not ludx do not know ludx-only options
   local function strip(kind, o)
-    if kind ~= "ludx" then o.trace, o.traceFile, o.ackPolicy = nil, nil, nil end
-    if kind == "ludx-c" then o.secret = nil end
+    if kind ~= "ludx" or o.streams then o.trace, o.traceFile, o.ackPolicy = nil, nil, nil end
+    if kind == "ludx-c" or o.streams then o.secret = nil end
     return o
   end
   local r, s
@@ -134,18 +141,19 @@ function M.transfer(root, system, opts)
       sample.bytes = dr.bytes
       sample.mb_s = dr.bytes / 1e6 / (elapsed / 1000)
       sample.ms = elapsed
-      sample.cpu_send_s_per_gb = (ds.cpu_user_ms + ds.cpu_sys_ms) / 1000 / gb(opts.bytes)
-      sample.cpu_recv_s_per_gb = (dr.cpu_user_ms + dr.cpu_sys_ms) / 1000 / gb(opts.bytes)
+      sample.cpu_send_s_per_gb = (ds.cpu_user_ms + ds.cpu_sys_ms) / 1000 / gb(ds.bytes)
+      sample.cpu_recv_s_per_gb = (dr.cpu_user_ms + dr.cpu_sys_ms) / 1000 / gb(ds.bytes)
       sample.retransmits = tonumber(null(ds.retransmits)) or 0
       sample.rtos = tonumber(null(ds.rtoCount)) or 0
       sample.sender = ds.stats
       sample.receiver = dr.stats
       sample.extra = {}
       if ds.rttMedianMs and null(ds.rttMedianMs) then sample.extra.rtt_med_ms = ds.rttMedianMs end
+      if type(ds.stats) == "table" and tonumber(ds.stats.mtu) then sample.extra.mtu = tonumber(ds.stats.mtu) end
       if serr or rerr then
         sample.error = "sender " .. tostring(serr) .. ", receiver " .. tostring(rerr)
-      elseif dr.bytes ~= opts.bytes then
-        sample.error = string.format("received %d of %d bytes", dr.bytes, opts.bytes)
+      elseif dr.bytes ~= ds.bytes then
+        sample.error = string.format("received %d of %d bytes", dr.bytes, ds.bytes)
       elseif ds.hash ~= dr.hash then
         sample.error = "hash mismatch: sent " .. tostring(ds.hash) .. ", received " .. tostring(dr.hash)
       else
@@ -160,6 +168,65 @@ function M.transfer(root, system, opts)
   if s then s:close() end
   if r then r:close() end
   return sample
+end
+
+local function pathemu_bin()
+  local dir = exe_dir()
+  for _, p in ipairs({ dir .. "/ludx-pathemu", dir .. "/bench/ludx-pathemu" }) do
+    local f = io.open(p)
+    if f then
+      f:close()
+      return p
+    end
+  end
+  return dir .. "/ludx-pathemu"
+end
+
+--- Emulator flags for a path spec: {rate = bits/s, delay_ms = one way,
+-- queue = datagrams, loss = probability (data direction), seed}.
+local function pathemu_args(path, a_port, b_port)
+  local args = {
+    "--a", "127.0.0.1:" .. a_port, "--b", "127.0.0.1:" .. b_port,
+    "--delay", tostring(path.delay_ms or 0) .. "ms",
+    "--queue", tostring(path.queue or 1000),
+    "--overhead", "28", -- IPv4 + UDP headers count towards the rate
+    "--seed", tostring(path.seed or 1),
+  }
+  if path.rate then args[#args + 1] = "--rate"; args[#args + 1] = tostring(path.rate) end
+  -- loss on the data direction (sender A -> receiver B), as a lossy link
+  if path.loss and path.loss > 0 then args[#args + 1] = "--ab-loss"; args[#args + 1] = tostring(path.loss) end
+  return args
+end
+
+--- Connects a sender and receiver through a fresh ludx-pathemu; returns
+-- the connect function and a way to read the emulator's final counters.
+function M.path_connect(path)
+  local emu
+  local function connect(s, r)
+    local p, msg = process.spawn(pathemu_bin(), pathemu_args(path, s.ready.port, r.ready.port))
+    if not p then error("ludx-pathemu did not start: " .. tostring(msg), 0) end
+    emu = p
+    local ready = p:read_json(10000)
+    if not ready or ready.event ~= "ready" then error("ludx-pathemu: no ready line; " .. p:stderr(), 0) end
+    s:send({ port = ready.port_a, host = "127.0.0.1" })
+    r:send({ port = ready.port_b, host = "127.0.0.1" })
+  end
+  local function finish()
+    if not emu then return nil end
+    emu:close_stdin()
+    local stats = emu:read_json(5000)
+    emu:wait(5000)
+    emu:close()
+    emu = nil
+    return stats
+  end
+  return connect, finish
+end
+
+--- The payload rate of a link of `rate` bits/s for full 1500-byte packets:
+-- the UDX payload (1452 bytes) of every 1500 bytes on the wire.
+function M.payload_rate(rate)
+  return rate / 8 * 1452 / 1500
 end
 
 --- A case over the given systems. spec: name, description, bytes, chunk,
@@ -189,8 +256,21 @@ function M.case(spec)
   end
   function case.run(ctx, system)
     local o = options(ctx)
+    local finish_path
+    if spec.path then o.connect, finish_path = M.path_connect(spec.path) end
     if ctx.before_run then ctx.before_run(ctx, system) end
     local sample = M.transfer(ctx.root, system, o)
+    if finish_path then
+      local stats = finish_path()
+      if stats and stats.ab then
+        sample.path = stats
+        sample.extra = sample.extra or {}
+        sample.extra.queue_drops = stats.ab.dropped_queue
+      end
+      if sample.ok and spec.path.rate then
+        sample.extra.goodput_pct = 100 * sample.mb_s * 1e6 / M.payload_rate(spec.path.rate)
+      end
+    end
     if ctx.after_run then ctx.after_run(ctx, system, sample) end
     return sample
   end
@@ -202,7 +282,10 @@ function M.case(spec)
     for k, v in pairs(spec.sender_opts or {}) do o.sender_opts[k] = v end
     o.sender_opts.trace = 5
     o.sender_opts.traceFile = trace_file
+    local finish_path
+    if spec.path then o.connect, finish_path = M.path_connect(spec.path) end
     local sample = M.transfer(ctx.root, system, o)
+    if finish_path then finish_path() end
     if not sample.ok then error("traced transfer failed: " .. tostring(sample.error), 0) end
     local samples = {}
     local f = io.open(trace_file)

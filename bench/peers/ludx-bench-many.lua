@@ -1,0 +1,176 @@
+-- One end of a timed transfer over N concurrent ludx streams sharing one
+-- socket: ludx bench/peers/ludx-bench-many.lua '{"role":"send","streams":100}'.
+-- The same options and lines as udx-bench-many.js: stream i (from 0) is id
+-- 1+2i on the sender and 2+2i on the receiver, each carries bytes/N, and the
+-- hash is BLAKE2b-512 of the per-stream BLAKE2b-512 hex digests in order.
+local ludx = require "ludx"
+local udx = require "ludx.udx"
+local json = require "ludx.json"
+
+local core = ludx.core
+
+local DEFAULTS = {
+  role = "send", bytes = 100 * 1024 * 1024, chunk = 65536, seed = 1, streams = 100, hash = "after",
+  host = "127.0.0.1", port = 0, remoteHost = "127.0.0.1", remotePort = 0, timeoutMs = 120000, watchStdin = true,
+}
+
+local function emit(obj)
+  io.stdout:write(json.encode(obj), "\n")
+  io.stdout:flush()
+end
+
+local function cpu_ms()
+  local r = core.rusage()
+  return r.utime * 1000, r.stime * 1000
+end
+
+local function combine(hashes)
+  local h = core.hasher()
+  for _, x in ipairs(hashes) do h:update(x) end
+  return h:hex()
+end
+
+local function main(argv)
+  local o = {}
+  for k, v in pairs(DEFAULTS) do o[k] = v end
+  if argv[1] then
+    local given = json.decode(argv[1])
+    if type(given) ~= "table" then
+      emit({ event = "error", code = "EINVAL", message = "options are one JSON object" })
+      return 2
+    end
+    for k, v in pairs(given) do
+      if DEFAULTS[k] == nil then
+        emit({ event = "error", code = "EINVAL", message = "unknown option " .. k })
+        return 2
+      end
+      o[k] = v
+    end
+  end
+  local sender = o.role == "send"
+  local n = o.streams
+  local per = math.floor(o.bytes / n)
+  local sock = assert(udx.bind(o.host, o.port))
+  local streams = {}
+  for i = 0, n - 1 do streams[i + 1] = assert(udx.stream(sender and 1 + 2 * i or 2 + 2 * i)) end
+
+  local remote = ludx.queue()
+  if o.remotePort > 0 then remote:put({ port = o.remotePort, host = o.remoteHost }) end
+  if o.watchStdin then
+    local lines = ludx.waiters()
+    ludx.on_event(core.EV.LINE, function() lines:wake_all(true) end)
+    core.line_start(ludx.ref({}))
+    ludx.spawn("stdin", function()
+      while true do
+        local line = core.line_take()
+        while line == false do
+          lines:wait("stdin")
+          line = core.line_take()
+        end
+        if line == nil then os.exit(3) end
+        local m = json.decode(line)
+        if type(m) == "table" and type(m.port) == "number" then remote:put(m) end
+      end
+    end)
+  end
+  ludx.after(o.timeoutMs, function()
+    emit({ event = "error", code = "ETIMEDOUT", message = "gave up after " .. o.timeoutMs .. " ms" })
+    os.exit(1)
+  end)
+
+  local host, port = sock:address()
+  emit({ event = "ready", host = host, port = port, streams = n })
+  local r = remote:get()
+  for i, s in ipairs(streams) do
+    assert(s:connect(sock, sender and 2 + 2 * (i - 1) or 1 + 2 * (i - 1), r.port, r.host or o.remoteHost))
+  end
+  emit({ event = "connect", remotePort = r.port, streams = n })
+
+  local u0, s0 = cpu_ms()
+  local t0 = core.wallclock()
+  local result = {}
+  local err
+  if sender then
+    local buf = core.datagen(o.seed):next(o.chunk)
+    local full = math.floor(per / o.chunk)
+    local tail = per - full * o.chunk
+    local h = core.hasher()
+    for _ = 1, full do h:update(buf) end
+    if tail > 0 then h:update(buf:sub(1, tail)) end
+    local one = h:hex()
+    emit({ event = "start", t = t0 })
+    local tasks = {}
+    for i, s in ipairs(streams) do
+      tasks[i] = ludx.spawn("send " .. i, function()
+        for _ = 1, full do assert(s:write(buf)) end
+        if tail > 0 then assert(s:write(buf:sub(1, tail))) end
+        assert(s:flush(o.timeoutMs))
+      end)
+    end
+    for _, t in ipairs(tasks) do
+      local ok, msg = t:join()
+      if ok == nil and msg then err = msg end
+    end
+    local t1 = core.wallclock()
+    local u1, s1 = cpu_ms()
+    for _, s in ipairs(streams) do s:finish(o.timeoutMs) end
+    for _, s in ipairs(streams) do while s:read(nil, o.timeoutMs) do end end
+    local hashes = {}
+    for i = 1, n do hashes[i] = one end
+    result = { bytes = per * n, hash = combine(hashes), t_start = t0, t_end = t1, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }
+  else
+    local first
+    local bytes = 0
+    local kept = {}
+    local tasks = {}
+    for i, s in ipairs(streams) do
+      kept[i] = {}
+      tasks[i] = ludx.spawn("recv " .. i, function()
+        while true do
+          local chunk, msg, code = s:read(nil, o.timeoutMs)
+          if not chunk then
+            if code then error(msg, 0) end
+            break
+          end
+          if not first then
+            first = core.wallclock()
+            emit({ event = "start", t = first })
+          end
+          bytes = bytes + #chunk
+          if o.hash ~= "off" then kept[i][#kept[i] + 1] = chunk end
+        end
+      end)
+    end
+    for _, t in ipairs(tasks) do
+      local ok, msg = t:join()
+      if ok == nil and msg then err = msg end
+    end
+    local t1 = core.wallclock()
+    local u1, s1 = cpu_ms()
+    for _, s in ipairs(streams) do s:finish(o.timeoutMs) end
+    local hashes = {}
+    for i = 1, n do
+      local h = core.hasher()
+      for _, c in ipairs(kept[i]) do h:update(c) end
+      hashes[i] = h:hex()
+    end
+    result = { bytes = bytes, hash = o.hash ~= "off" and combine(hashes) or json.null, t_start = first or t0, t_end = t1,
+      cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }
+  end
+  local retransmits, rtos = 0, 0
+  for _, s in ipairs(streams) do
+    local st = s:stats()
+    retransmits, rtos = retransmits + st.retransmits, rtos + st.rto_count
+  end
+  result.event = "done"
+  result.role = o.role
+  result.streams = n
+  result.ms = result.t_end - result.t_start
+  result.retransmits = retransmits
+  result.rtoCount = rtos
+  result.error = err or json.null
+  emit(result)
+  os.exit(err and 1 or 0)
+end
+
+main({ ... })
