@@ -184,7 +184,8 @@ void *
 udx_socket_get_data (udx_socket_t *socket);
 
 // IPv4, IPv6 (dual stack unless UDX_SOCKET_IPV6ONLY), port 0 = any. Sets TTL
-// 64, SO_SNDBUF 212992, SO_RCVBUF 1 MiB (stepping down), don't-fragment.
+// 64, SO_SNDBUF 212992, SO_RCVBUF 4 MiB (stepping down to what the system
+// allows), don't-fragment; on Linux UDP_SEGMENT sends and UDP_GRO receives.
 int
 udx_socket_bind (udx_socket_t *socket, const struct sockaddr *addr, unsigned flags);
 

@@ -12,9 +12,9 @@
 #include "internal.h"
 #include "stream.h"
 
-#define UDX_RX_BATCH     32    // messages per recvmmsg (16 with GRO)
+#define UDX_RX_BATCH     32    // messages per recvmmsg
 #define UDX_RX_GRO_SIZE  65536 // a GRO message: up to 64 KiB of datagrams
-#define UDX_RX_AREA      (16 * UDX_RX_GRO_SIZE)
+#define UDX_RX_AREA      (UDX_RX_BATCH * UDX_RX_GRO_SIZE) // 2 MiB, pages touched as used
 #define UDX_RX_BUDGET    256          // datagrams per readable callback
 #define UDX_TX_SLOTS     512          // datagrams queued per socket before a flush
 #define UDX_TX_IOV       4            // header, padding, payload in up to two chunks

@@ -17,7 +17,7 @@
 #include "io.h"
 
 static const int udx__sndbuf = 212992;
-static const int udx__rcvbufs[] = {1048576, 524288, 262144, 212992};
+static const int udx__rcvbufs[] = {4194304, 2097152, 1048576, 524288, 262144, 212992};
 
 int
 udx__sys_socket (int family, bool ipv6only, bool reuseaddr) {
