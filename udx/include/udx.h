@@ -398,9 +398,10 @@ udx_stream_set_trace (udx_stream_t *stream, uint32_t interval_ms, udx_stream_tra
 int
 udx_stream_set_fault (udx_stream_t *stream, const udx_fault_t *fault);
 
-// Acknowledgement policy. UDX_ACK_EACH (default, like libudx): one ACK per
-// DATA/END packet. UDX_ACK_BATCH: one ACK per receive batch, sent at once for
-// a gap, a duplicate or END.
+// Acknowledgement policy. UDX_ACK_BATCH (default): in-order data is acked
+// once per receive batch and at least every 32 packets; a gap, a packet
+// that fills one, a duplicate and END are acked at once. UDX_ACK_EACH: one
+// ACK per DATA/END packet, as libudx. Either works with any peer.
 #define UDX_ACK_EACH  0
 #define UDX_ACK_BATCH 1
 

@@ -80,6 +80,7 @@ udx__send_ack (udx_stream_t *s) {
   struct iovec iov = {.iov_base = sacks, .iov_len = n * 8};
   udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), &iov, 1, false);
   s->status &= ~UDX_S_ACK_NEEDED;
+  s->acks_owed = 0;
 }
 
 void

@@ -20,6 +20,7 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
   s->now = now;
   s->cur_remote = 0;
 
+  s->ack_policy = UDX_ACK_BATCH;
   s->send_rwnd = UDX_DEFAULT_RWND_MAX; // assumed until the peer tells
   s->recv_rwnd_max = UDX_DEFAULT_RWND_MAX;
   udx__bufq_init(&s->sndq, 0);

@@ -249,6 +249,7 @@ struct udx_stream_s {
   uint64_t read_limit; // 0 = unlimited
   uint32_t last_rwnd;  // last advertised
   int ack_policy;
+  uint32_t acks_owed; // in-order packets received since the last ACK
 
   // --- relay
   udx_stream_t *relay_to;
