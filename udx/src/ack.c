@@ -214,8 +214,8 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   }
 
   udx_rate_sample_t rs = {.rtt_us = -1};
+  s->rate_ref_ts = s->delivered_max_ts;
   uint64_t prior_delivered = s->delivered;
-  uint64_t prior_lost = s->lost;
   bool ack_advanced = ack_valid && ack != s->snd_una;
 
   if (ack_advanced) {
@@ -242,7 +242,6 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   }
 
   uint32_t delivered = (uint32_t) (s->delivered - prior_delivered);
-  uint32_t lost = (uint32_t) (s->lost - prior_lost);
 
   if (ack_advanced)
     udx__release_acked_bytes(s);
@@ -270,6 +269,11 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   }
 
   if (data_in_flight) {
+    // Losses since the last sample: those RACK just found for this ACK and
+    // those its timer or the RTO found in between (libudx counts neither:
+    // it takes the count before detection runs, so BBR never sees a loss).
+    uint32_t lost = (uint32_t) (s->lost - s->lost_sampled);
+    s->lost_sampled = s->lost;
     udx__rate_generate(s, delivered, lost, &rs);
     udx__bbr_main(s, &rs);
   }

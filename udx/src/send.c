@@ -357,8 +357,12 @@ udx__tlp_send (udx_stream_t *s) {
     return true;
 
   udx_pkt_t *p = udx__pkt(s, s->snd_nxt - 1);
-  if (p == NULL || (p->flags & (UDX_PKT_LOST | UDX_PKT_SACKED)))
-    return false;
+  if (p == NULL || (p->flags & (UDX_PKT_LOST | UDX_PKT_SACKED))) {
+    // The last packet arrived: probe with the oldest transmission in flight.
+    p = s->inflight ? udx__pkt(s, s->tx_head) : NULL;
+    if (p == NULL)
+      return false;
+  }
 
   udx__retransmit(s, p);
   s->tlp_is_retrans = true;
@@ -390,6 +394,8 @@ udx__send_packets (udx_stream_t *s) {
 
   // Out of tokens with something to send: wake when the debt is paid.
   bool want = (s->lost_pending > 0 && s->inflight < s->cwnd) || (udx__has_new(s) && udx__window_allows_new(s));
+  if (!want)
+    udx__schedule_tlp_stalled(s);
   if (want && s->tokens <= 0 && s->pacing_rate > 0) {
     uint64_t wait = ((uint64_t) (1 - s->tokens) * UDX_US_PER_S + s->pacing_rate - 1) / s->pacing_rate;
     s->pace_at = s->now + (wait ? wait : 1);

@@ -63,6 +63,7 @@ struct udx_pkt_s {
   uint64_t first_sent_ts; // rate sampling (RFC draft-cheng-iccrg-delivery-rate)
   uint64_t delivered_ts;
   uint64_t delivered;
+  uint64_t delivered_bytes;
   uint64_t tx_order; // transmission counter: orders sends with equal timestamps
   uint32_t seq;
   uint32_t tx_prev; // transmit-order list, by seq
@@ -93,10 +94,12 @@ typedef struct udx_range_s {
 typedef struct udx_rate_sample_s {
   uint64_t prior_ts;
   uint64_t prior_delivered;
+  uint64_t prior_delivered_bytes;
   uint64_t prior_tx_order;
-  int64_t delivered;   // packets, -1 if invalid
-  int64_t interval_us; // -1 if invalid
-  int64_t rtt_us;      // -1 if none
+  int64_t delivered;       // packets, -1 if invalid
+  int64_t delivered_bytes; // datagram bytes, -1 if invalid
+  int64_t interval_us;     // -1 if invalid
+  int64_t rtt_us;          // -1 if none
   uint32_t acked_sacked;
   uint32_t losses;
   bool has_prior;
@@ -211,10 +214,14 @@ struct udx_stream_s {
   // delivery rate
   uint64_t tx_count; // transmissions so far (tx_order source)
   uint64_t delivered;
+  uint64_t delivered_bytes; // datagram bytes (header, padding, payload), late reports left out
   uint64_t delivered_ts;
   uint64_t first_sent_ts;
   uint64_t app_limited; // 0 = not app limited, else delivered mark
   uint64_t lost;
+  uint64_t lost_sampled;     // `lost` at the last rate sample
+  uint64_t delivered_max_ts; // latest send time of a delivered packet
+  uint64_t rate_ref_ts;      // delivered_max_ts before the current ACK (late reports)
 
   // congestion control (BBR) and pacing
   uint32_t cwnd;
@@ -399,6 +406,9 @@ udx__rearm_rto (udx_stream_t *s);
 
 bool
 udx__schedule_tlp (udx_stream_t *s);
+
+void
+udx__schedule_tlp_stalled (udx_stream_t *s);
 
 bool
 udx__tlp_send (udx_stream_t *s);

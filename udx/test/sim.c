@@ -99,15 +99,18 @@ sim_link_send (sim_t *sim, int from, uint8_t *buf, size_t len) {
     drop = true;
   if (!drop && link->filter && link->filter(link->filter_ctx, buf, len))
     drop = true;
+  if (!drop && link->rewrite)
+    len = link->rewrite(link->filter_ctx, buf, len);
 
   uint64_t depart = now;
   if (!drop && link->rate) {
     uint64_t start = link->busy_until > now ? link->busy_until : now;
     uint64_t backlog = (start - now) * link->rate / UDX_US_PER_S;
-    if (link->queue_bytes && backlog + len > link->queue_bytes) {
+    uint64_t wire = len + link->overhead;
+    if (link->queue_bytes && backlog + wire > link->queue_bytes) {
       drop = true;
     } else {
-      link->busy_until = start + (len * UDX_US_PER_S + link->rate - 1) / link->rate;
+      link->busy_until = start + (wire * UDX_US_PER_S + link->rate - 1) / link->rate;
       depart = link->busy_until;
     }
   }
