@@ -239,6 +239,7 @@ struct udx_stream_s {
   uint8_t mtu_state;
   uint8_t mtu_probe_count;
   bool mtu_probe_wanted;
+  bool mtu_stepping;   // a jump was lost: steps of UDX_MTU_STEP
   uint32_t change_seq; // change_remote completes when acked past this
 
   // --- receive side
