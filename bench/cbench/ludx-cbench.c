@@ -49,6 +49,8 @@ static char hash_hex[129];
 static double t_start, t_end, t_first, t_connect;
 static double cpu_u0, cpu_s0, cpu_u1, cpu_s1;
 static double received;
+static uint8_t *kept; // hash "after": the bytes, hashed once the transfer ended
+static size_t kept_len, kept_cap;
 static const char *error_code = NULL;
 
 static double
@@ -270,6 +272,8 @@ on_readable (udx_stream_t *s) {
       if (!sender) {
         t_end = wall_ms();
         cpu_now(&cpu_u1, &cpu_s1);
+        if (kept)
+          crypto_generichash_update(&hs, kept, kept_len);
         if (o.hash[0] != 'o')
           finish_hash();
       }
@@ -285,8 +289,22 @@ on_readable (udx_stream_t *s) {
         fflush(stdout);
       }
       received += len;
-      if (o.hash[0] != 'o')
+      if (o.hash[0] == 'a') {
+        if (kept_len + len > kept_cap) {
+          size_t cap = kept_cap ? kept_cap * 2 : (64 << 20);
+          while (cap < kept_len + len)
+            cap *= 2;
+          uint8_t *k = realloc(kept, cap);
+          if (k == NULL)
+            abort();
+          kept = k;
+          kept_cap = cap;
+        }
+        memcpy(kept + kept_len, p, len);
+        kept_len += len;
+      } else if (o.hash[0] == 'i') {
         crypto_generichash_update(&hs, p, len);
+      }
     }
     udx_stream_read_consume(s, len);
   }

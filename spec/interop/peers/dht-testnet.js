@@ -48,6 +48,7 @@ function describe(node) {
 
 async function start(o) {
   testnet = await createTestnet(0, { host: o.host })
+  testnet.host = o.host // nodes made later bind here too
   const given = o.bootstrap ? parseBootstrap(o.bootstrap) : []
   const size = o.size >= 0 ? o.size : given.length ? 0 : 5
   if (given.length) testnet.bootstrap.push(...given)
@@ -70,6 +71,7 @@ async function start(o) {
 function getNode(name = 'default', opts = {}) {
   if (!nodes.has(name)) {
     const node = testnet.createNode({
+      host: testnet.host || '127.0.0.1',
       port: ANY_PORT,
       firewalled: opts.firewalled === undefined ? false : opts.firewalled,
       ephemeral: opts.ephemeral === undefined ? true : opts.ephemeral
