@@ -231,6 +231,7 @@ udx__sys_gso_cmsg (struct msghdr *h, udx_gso_cmsg_t *c, uint16_t gso_size) {
 #endif
 }
 
+#if defined(__linux__) && (defined(UDP_SEGMENT) || defined(UDP_GRO))
 // UDX_GSO=0 / UDX_GRO=0 in the environment turn the offloads off (for
 // measurements).
 static bool
@@ -238,6 +239,7 @@ udx__sys_env_on (const char *name) {
   const char *e = getenv(name);
   return !(e && strcmp(e, "0") == 0);
 }
+#endif
 
 bool
 udx__sys_enable_gso (int fd) {
