@@ -54,7 +54,7 @@ typedef struct udx_stream_s udx_stream_t;
 // fields at any time without a call (FFI-friendly). New fields are only ever
 // appended, and `version` is bumped when they are.
 
-#define UDX_SOCKET_STATS_VERSION 1
+#define UDX_SOCKET_STATS_VERSION 2
 
 typedef struct udx_socket_stats_s {
   uint32_t version;
@@ -78,6 +78,9 @@ typedef struct udx_socket_stats_s {
   uint64_t send_err_nobufs;
   uint64_t send_err_other;
   uint64_t fault_dropped; // datagrams dropped by fault injection
+  // version 2
+  uint64_t tx_segmented; // datagrams sent inside UDP_SEGMENT (GSO) messages
+  uint64_t rx_coalesced; // datagrams received inside UDP_GRO messages
 } udx_socket_stats_t;
 
 #define UDX_STREAM_STATS_VERSION 1
@@ -181,7 +184,8 @@ void *
 udx_socket_get_data (udx_socket_t *socket);
 
 // IPv4, IPv6 (dual stack unless UDX_SOCKET_IPV6ONLY), port 0 = any. Sets TTL
-// 64, SO_SNDBUF 212992, SO_RCVBUF 1 MiB (stepping down), don't-fragment.
+// 64, SO_SNDBUF 212992, SO_RCVBUF 4 MiB (stepping down to what the system
+// allows), don't-fragment; on Linux UDP_SEGMENT sends and UDP_GRO receives.
 int
 udx_socket_bind (udx_socket_t *socket, const struct sockaddr *addr, unsigned flags);
 
@@ -394,9 +398,10 @@ udx_stream_set_trace (udx_stream_t *stream, uint32_t interval_ms, udx_stream_tra
 int
 udx_stream_set_fault (udx_stream_t *stream, const udx_fault_t *fault);
 
-// Acknowledgement policy. UDX_ACK_EACH (default, like libudx): one ACK per
-// DATA/END packet. UDX_ACK_BATCH: one ACK per receive batch, sent at once for
-// a gap, a duplicate or END.
+// Acknowledgement policy. UDX_ACK_BATCH (default): in-order data is acked
+// once per receive batch and at least every 32 packets; a gap, a packet
+// that fills one, a duplicate and END are acked at once. UDX_ACK_EACH: one
+// ACK per DATA/END packet, as libudx. Either works with any peer.
 #define UDX_ACK_EACH  0
 #define UDX_ACK_BATCH 1
 

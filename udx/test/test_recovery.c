@@ -142,6 +142,49 @@ test_tlp (void) {
   sim_destroy(&sim);
 }
 
+// Drops the first `times` transmissions of one seq.
+typedef struct {
+  uint32_t seq;
+  int times;
+  int dropped;
+} drop_n_t;
+
+static bool
+drop_n_filter (void *ctx, const uint8_t *buf, size_t len) {
+  drop_n_t *d = ctx;
+  udx_wire_pkt_t p;
+  if (udx__wire_decode(buf, len, &p) != UDX_WIRE_OK || !(p.type & UDX_FLAGS_DATA_OR_END))
+    return false;
+  if (p.seq != d->seq || d->dropped >= d->times)
+    return false;
+  d->dropped++;
+  return true;
+}
+
+// In recovery with nothing new to send, a lost retransmission is found by a
+// probe after srtt + 4 rttvar (RFC 9002 6.2), not by the RTO (1 s): RACK
+// alone cannot, nothing is sent after it. Packets 0..8; seq 3 and its first
+// retransmission are lost.
+static void
+test_tlp_in_recovery (void) {
+  sim_t sim;
+  sim_init(&sim, 9);
+  drop_n_t d = {.seq = 3, .times = 2};
+  sim.link[0].filter = drop_n_filter;
+  sim.link[0].filter_ctx = &d;
+  pair_t p = pair(&sim);
+  sim_app_expect(p.b, 3, 10000);
+  uint64_t t0 = sim.now;
+  sim_app_write(p.a, 3, 10000, true);
+  CHECK(sim_run(&sim, eof_b, &p, 5 * UDX_US_PER_S));
+  CHECK_EQ(d.dropped, 2);
+  CHECK(p.a->stats.fast_recoveries >= 1);
+  CHECK(p.a->stats.tlp_count >= 1);
+  CHECK_EQ(p.a->stats.rto_count, 0);
+  CHECK(sim.now - t0 < 200000); // the RTO would be 1 s
+  sim_destroy(&sim);
+}
+
 // Zero window: a paused reader with a read limit closes the window; the
 // sender probes with HEARTBEATs (no data beyond the window) and does not time
 // out; when the reader resumes, a window update restarts the transfer.
@@ -336,6 +379,7 @@ static const test_case_t cases[] = {
     {"rto_backoff", test_rto_backoff},
     {"rack_fast_recovery", test_rack_fast_recovery},
     {"tlp", test_tlp},
+    {"tlp_in_recovery", test_tlp_in_recovery},
     {"zero_window", test_zero_window},
     {"slow_reader", test_slow_reader},
     {"read_limit_hostile_sender", test_read_limit_hostile_sender},
