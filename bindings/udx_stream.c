@@ -246,6 +246,13 @@ check_stream (lua_State *L, int idx) {
   return ludx_check_open(L, idx, STREAM_MT, "stream");
 }
 
+udx_stream_t *
+ludx_udx_stream_of (lua_State *L, int idx, int *closed) {
+  lstream_t *s = check_stream(L, idx);
+  *closed = s->closed;
+  return s->st;
+}
+
 // The stream's C object, or an error result pushed (returns NULL).
 static udx_stream_t *
 live (lua_State *L, lstream_t *s, int *nret) {
