@@ -634,7 +634,11 @@ l_framer_feed_udx (lua_State *L) {
   f->out_len = 0;
   int eof = 0;
   size_t used = 0;
-  while (st != NULL && f->out_len < max) {
+  // the latest frame stays where it was decrypted; it is copied into f->out
+  // only when another one follows, so a single frame needs no copy
+  const uint8_t *last = NULL;
+  size_t last_len = 0;
+  while (st != NULL && f->out_len + last_len < max) {
     const uint8_t *p;
     size_t len;
     int r = udx_stream_read_peek(st, &p, &len);
@@ -649,6 +653,16 @@ l_framer_feed_udx (lua_State *L) {
     for (;;) {
       const uint8_t *out;
       size_t out_len;
+      if (last != NULL) {
+        if (grow(&f->out, &f->out_cap, f->out_len + last_len) < 0) {
+          f->out_len = 0;
+          return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+        }
+        memcpy(f->out + f->out_len, last, last_len);
+        f->out_len += last_len;
+        last = NULL;
+        last_len = 0;
+      }
       int rc = ludx_ss_read(&f->ss, &in, &in_len, &out, &out_len);
       if (rc < 0 || rc == LUDX_SS_HANDSHAKE) {
         f->out_len = 0;
@@ -656,16 +670,25 @@ l_framer_feed_udx (lua_State *L) {
       }
       if (rc == LUDX_SS_NEED_MORE)
         break;
-      if (grow(&f->out, &f->out_cap, f->out_len + out_len) < 0) {
-        f->out_len = 0;
-        return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-      }
-      memcpy(f->out + f->out_len, out, out_len);
-      f->out_len += out_len;
+      last = out;
+      last_len = out_len;
     }
     // ludx_ss_read took every byte (a partial frame is kept inside it)
     udx_stream_read_consume(st, len - in_len);
     used += len - in_len;
+  }
+  if (f->out_len == 0 && last != NULL) {
+    lua_pushlstring(L, (const char *) last, last_len);
+    lua_pushinteger(L, (lua_Integer) used);
+    return 2;
+  }
+  if (last != NULL) {
+    if (grow(&f->out, &f->out_cap, f->out_len + last_len) < 0) {
+      f->out_len = 0;
+      return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+    }
+    memcpy(f->out + f->out_len, last, last_len);
+    f->out_len += last_len;
   }
   if (f->out_len > 0) {
     lua_pushlstring(L, (const char *) f->out, f->out_len);
