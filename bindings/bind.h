@@ -110,4 +110,7 @@ ludx_bind_tcp (lua_State *L);
 void
 ludx_bind_fs (lua_State *L);
 
+void
+ludx_bind_policy (lua_State *L);
+
 #endif

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "udx_bind.h"
 #include "ludx_crypto.h"
 
 #define NOISE_MT   "ludx.crypto.noise"
@@ -616,6 +617,116 @@ l_framer_feed (lua_State *L) {
   return 1;
 }
 
+// f:feed_udx(stream [, max]) -> plaintext, raw bytes used | false (nothing
+// yet) | nil (EOF) | nil, msg, code. The data phase over a udx stream, without a Lua string
+// for the raw bytes: frames are decrypted straight from the stream's read
+// buffer, which is consumed as it is read. It stops once about max bytes
+// of plaintext (default 64 KiB) are collected. Only for after the handshake
+// (no handshake frame may come), and with nothing held from feed().
+static int
+l_framer_feed_udx (lua_State *L) {
+  framer_t *f = check_framer(L);
+  int closed;
+  udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
+  size_t max = (size_t) ludx_opt_integer(L, 3, "max", 65536, 1, (lua_Integer) 1 << 30);
+  if (f->pend_len > 0)
+    return luaL_error(L, "framer: feed_udx with bytes held from feed");
+  f->out_len = 0;
+  int eof = 0;
+  size_t used = 0;
+  // the latest frame stays where it was decrypted; it is copied into f->out
+  // only when another one follows, so a single frame needs no copy
+  const uint8_t *last = NULL;
+  size_t last_len = 0;
+  while (st != NULL && f->out_len + last_len < max) {
+    const uint8_t *p;
+    size_t len;
+    int r = udx_stream_read_peek(st, &p, &len);
+    if (r == UV_EOF) {
+      eof = 1;
+      break;
+    }
+    if (r < 0 || len == 0)
+      break;
+    const uint8_t *in = p;
+    size_t in_len = len;
+    for (;;) {
+      const uint8_t *out;
+      size_t out_len;
+      if (last != NULL) {
+        if (grow(&f->out, &f->out_cap, f->out_len + last_len) < 0) {
+          f->out_len = 0;
+          return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+        }
+        memcpy(f->out + f->out_len, last, last_len);
+        f->out_len += last_len;
+        last = NULL;
+        last_len = 0;
+      }
+      int rc = ludx_ss_read(&f->ss, &in, &in_len, &out, &out_len);
+      if (rc < 0 || rc == LUDX_SS_HANDSHAKE) {
+        f->out_len = 0;
+        return push_crypto_error(L, rc < 0 ? rc : LUDX_CRYPTO_ESTATE);
+      }
+      if (rc == LUDX_SS_NEED_MORE)
+        break;
+      last = out;
+      last_len = out_len;
+    }
+    // ludx_ss_read took every byte (a partial frame is kept inside it)
+    udx_stream_read_consume(st, len - in_len);
+    used += len - in_len;
+  }
+  if (f->out_len == 0 && last != NULL) {
+    lua_pushlstring(L, (const char *) last, last_len);
+    lua_pushinteger(L, (lua_Integer) used);
+    return 2;
+  }
+  if (last != NULL) {
+    if (grow(&f->out, &f->out_cap, f->out_len + last_len) < 0) {
+      f->out_len = 0;
+      return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+    }
+    memcpy(f->out + f->out_len, last, last_len);
+    f->out_len += last_len;
+  }
+  if (f->out_len > 0) {
+    lua_pushlstring(L, (const char *) f->out, f->out_len);
+    lua_pushinteger(L, (lua_Integer) used);
+    f->out_len = 0;
+    return 2;
+  } else if (eof || st == NULL || closed) {
+    lua_pushnil(L);
+  } else {
+    lua_pushboolean(L, 0);
+  }
+  return 1;
+}
+
+// f:encrypt_udx(stream, plaintext) -> 1 below the stream's high-water
+// mark, 0 above it (the frame is queued either way) | nil, msg, code. One
+// frame, encrypted in C and queued on the udx stream with no Lua string.
+static int
+l_framer_encrypt_udx (lua_State *L) {
+  framer_t *f = check_framer(L);
+  int closed;
+  udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
+  size_t len;
+  const char *msg = ludx_check_lstring(L, 3, "data", &len);
+  if (st == NULL || closed)
+    return ludx_push_error(L, "stream is closed", "EPIPE");
+  const uint8_t *frame;
+  size_t frame_len;
+  int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
+  if (rc < 0)
+    return push_crypto_error(L, rc);
+  int r = udx_stream_write(st, frame, frame_len);
+  if (r < 0)
+    return ludx_push_uv_error(L, r);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
 // f:pending() -> raw bytes held that do not make a whole frame yet
 static int
 l_framer_pending (lua_State *L) {
@@ -763,6 +874,8 @@ ludx_bind_crypto (lua_State *L) {
       {"start", l_framer_start},
       {"encrypt", l_framer_encrypt},
       {"feed", l_framer_feed},
+      {"feed_udx", l_framer_feed_udx},
+      {"encrypt_udx", l_framer_encrypt_udx},
       {"pending", l_framer_pending},
       {"ready", l_framer_ready},
       {"error", l_framer_error},

@@ -46,12 +46,19 @@ l_now (lua_State *L) {
   return 1;
 }
 
+static int
+l_getpid (lua_State *L) {
+  lua_pushinteger(L, uv_os_getpid());
+  return 1;
+}
+
 // core.exepath() -> the running executable's path
 static int
 l_exepath (lua_State *L) {
   char buf[4096];
   size_t size = sizeof(buf);
-  if (uv_exepath(buf, &size) != 0) return 0;
+  if (uv_exepath(buf, &size) != 0)
+    return 0;
   lua_pushlstring(L, buf, size);
   return 1;
 }
@@ -60,7 +67,8 @@ l_exepath (lua_State *L) {
 static int
 l_wallclock (lua_State *L) {
   uv_timeval64_t tv;
-  if (uv_gettimeofday(&tv) != 0) return luaL_error(L, "gettimeofday failed");
+  if (uv_gettimeofday(&tv) != 0)
+    return luaL_error(L, "gettimeofday failed");
   lua_pushnumber(L, (lua_Number) tv.tv_sec * 1000.0 + (lua_Number) tv.tv_usec / 1000.0);
   return 1;
 }
@@ -235,15 +243,16 @@ ludx_bind_loop (lua_State *L) {
       {"events", l_events},
       {"now", l_now},
       {"hrtime", l_hrtime},
-    {"wallclock", l_wallclock},
-    {"exepath", l_exepath},
+      {"wallclock", l_wallclock},
+      {"exepath", l_exepath},
+      {"getpid", l_getpid},
       {"version", l_version},
       {"rusage", l_rusage},
       {"signal", l_signal},
       {"interrupts", l_interrupts},
       {"interrupt_clear", l_interrupt_clear},
       {"strerror", l_strerror},
-    {"shutdown", l_shutdown},
+      {"shutdown", l_shutdown},
       {NULL, NULL}};
   static const luaL_Reg signal_methods[] = {{"stop", l_signal_stop}, {"__gc", l_signal_gc}, {NULL, NULL}};
   ludx_new_class(L, LUDX_SIGNAL_MT, signal_methods);

@@ -34,4 +34,9 @@ ludx_socket_detach (lsock_t *s);
 void
 ludx_bind_udx_stream (lua_State *L);
 
+// The C stream of a udx stream userdata (a udx.stream's .h), NULL once it
+// is gone; *closed tells whether it closed.
+udx_stream_t *
+ludx_udx_stream_of (lua_State *L, int idx, int *closed);
+
 #endif

@@ -246,6 +246,13 @@ check_stream (lua_State *L, int idx) {
   return ludx_check_open(L, idx, STREAM_MT, "stream");
 }
 
+udx_stream_t *
+ludx_udx_stream_of (lua_State *L, int idx, int *closed) {
+  lstream_t *s = check_stream(L, idx);
+  *closed = s->closed;
+  return s->st;
+}
+
 // The stream's C object, or an error result pushed (returns NULL).
 static udx_stream_t *
 live (lua_State *L, lstream_t *s, int *nret) {
@@ -271,17 +278,26 @@ push_result (lua_State *L, int r) {
   return 1;
 }
 
+// The (socket, remote_id, port, host) arguments of connect and change_remote,
+// from index 2.
+static lsock_t *
+check_remote (lua_State *L, const char *fname, uint32_t *remote_id, struct sockaddr_storage *addr) {
+  lsock_t *sock = ludx_check_lsock(L, 2);
+  *remote_id = (uint32_t) ludx_check_integer(L, 3, "remote_id", 0, UINT32_MAX);
+  int port = (int) ludx_check_integer(L, 4, "port", 1, 65535);
+  const char *host = ludx_check_lstring(L, 5, "host", NULL);
+  if (ludx_parse_addr(host, port, addr) < 0)
+    luaL_error(L, "bad argument 'host' to '%s' (an IPv4 or IPv6 address expected, got '%s')", fname, host);
+  return sock;
+}
+
 // s:connect(socket, remote_id, port, host)
 static int
 l_connect (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
-  lsock_t *sock = ludx_check_lsock(L, 2);
-  uint32_t remote_id = (uint32_t) ludx_check_integer(L, 3, "remote_id", 0, UINT32_MAX);
-  int port = (int) ludx_check_integer(L, 4, "port", 1, 65535);
-  const char *host = ludx_check_lstring(L, 5, "host", NULL);
+  uint32_t remote_id;
   struct sockaddr_storage addr;
-  if (ludx_parse_addr(host, port, &addr) < 0)
-    return luaL_error(L, "bad argument 'host' to 'connect' (an IPv4 or IPv6 address expected, got '%s')", host);
+  lsock_t *sock = check_remote(L, "connect", &remote_id, &addr);
   LIVE(L, s);
   int err = udx_stream_connect(st, ludx_lsock_socket(sock), remote_id, (struct sockaddr *) &addr);
   if (err < 0)
@@ -457,13 +473,9 @@ l_relay_to (lua_State *L) {
 static int
 l_change_remote (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
-  lsock_t *sock = ludx_check_lsock(L, 2);
-  uint32_t remote_id = (uint32_t) ludx_check_integer(L, 3, "remote_id", 0, UINT32_MAX);
-  int port = (int) ludx_check_integer(L, 4, "port", 1, 65535);
-  const char *host = ludx_check_lstring(L, 5, "host", NULL);
+  uint32_t remote_id;
   struct sockaddr_storage addr;
-  if (ludx_parse_addr(host, port, &addr) < 0)
-    return luaL_error(L, "bad argument 'host' to 'change_remote' (an IPv4 or IPv6 address expected, got '%s')", host);
+  lsock_t *sock = check_remote(L, "change_remote", &remote_id, &addr);
   LIVE(L, s);
   int err = udx_stream_change_remote(st, ludx_lsock_socket(sock), remote_id, (struct sockaddr *) &addr);
   if (err < 0)

@@ -37,6 +37,18 @@ describe("the ludx executable", function()
     assert.matches("cannot open", err2)
   end))
 
+  it("a failing script is reported at once, and the tasks it started are stopped", run(function()
+    local _, err, status = H.ludx({ "-e", [[
+      local ludx = require "ludx"
+      ludx.spawn("forever", function() while true do ludx.sleep(1000) end end)
+      local t = nil
+      return t.field
+    ]] })
+    assert.are.equal(1, status)
+    assert.matches("attempt to index", err)
+    assert.matches("stack traceback", err)
+  end))
+
   it("rejects unknown options with the usage", run(function()
     local _, err, status = H.ludx({ "--frobnicate" })
     assert.are.equal(1, status)

@@ -11,6 +11,8 @@ local run = H.run
 
 local LAB = "spec/nat/lab.sh"
 local PEER = "spec/nat/peer.lua"
+-- namespaces of this run only: concurrent runs must not share them
+local NS = "lx" .. (ludx.core.getpid and ludx.core.getpid() or math.random(1e6)) .. "-"
 
 local function sh(cmd, args)
   local p = process.spawn(cmd, args)
@@ -48,20 +50,20 @@ local function expect(p, event, timeout)
 end
 
 local function testnet()
-  local t = ludx_in("ludx-pub", "testnet", "10.50.0.1")
+  local t = ludx_in(NS .. "pub", "testnet", "10.50.0.1")
   return t, expect(t, "ready", 30000).bootstrap[1]
 end
 
 describe("holepunching through NATs", function()
   setup(function()
     ludx.run(function()
-      local ok, err = sh(LAB, { "up" })
+      local ok, err = sh(LAB, { "up", NS })
       lab_ok, lab_error = ok, err
     end)
   end)
 
   teardown(function()
-    ludx.run(function() sh(LAB, { "down" }) end)
+    ludx.run(function() sh(LAB, { "down", NS }) end)
   end)
 
   local function need_lab()
@@ -72,10 +74,10 @@ describe("holepunching through NATs", function()
   it("ludx to ludx: a direct connection between two NATed hosts", run(function()
     if not need_lab() then return end
     local t, bs = testnet()
-    local s = ludx_in("ludx-h1", "server", bs)
+    local s = ludx_in(NS .. "h1", "server", bs)
     local l = expect(s, "listening")
     assert.is_true(l.firewalled)
-    local c = ludx_in("ludx-h2", "client", bs, l.public_key)
+    local c = ludx_in(NS .. "h2", "client", bs, l.public_key)
     local d = expect(c, "done")
     assert.is_true(d.ok, json.encode(d))
     assert.is_true(d.firewalled)
@@ -90,13 +92,13 @@ describe("holepunching through NATs", function()
   it("a ludx client to a Node hyperdht server behind a NAT", run(function()
     if not need_lab() then return end
     local t, bs = testnet()
-    local n = node_in("ludx-h1", bs)
+    local n = node_in(NS .. "h1", bs)
     expect(n, "ready", 30000)
     n:write(json.encode({ cmd = "node", name = "s", firewalled = true }) .. "\n")
     expect(n, "node")
     n:write(json.encode({ cmd = "listen", node = "s", keySeed = string.rep("02", 32) }) .. "\n")
     local l = expect(n, "listening")
-    local c = ludx_in("ludx-h2", "client", bs, l.publicKey)
+    local c = ludx_in(NS .. "h2", "client", bs, l.publicKey)
     local d = expect(c, "done")
     assert.is_true(d.ok, json.encode(d))
     assert.are.equal("10.50.0.11", d.remote_host)
@@ -109,9 +111,9 @@ describe("holepunching through NATs", function()
   it("a Node hyperdht client to a ludx server behind a NAT", run(function()
     if not need_lab() then return end
     local t, bs = testnet()
-    local s = ludx_in("ludx-h1", "server", bs)
+    local s = ludx_in(NS .. "h1", "server", bs)
     local l = expect(s, "listening")
-    local n = node_in("ludx-h2", bs)
+    local n = node_in(NS .. "h2", bs)
     expect(n, "ready", 30000)
     n:write(json.encode({ cmd = "node", name = "c", firewalled = true }) .. "\n")
     expect(n, "node")

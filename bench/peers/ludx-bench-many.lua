@@ -57,20 +57,9 @@ local function main(argv)
   local remote = ludx.queue()
   if o.remotePort > 0 then remote:put({ port = o.remotePort, host = o.remoteHost }) end
   if o.watchStdin then
-    local lines = ludx.waiters()
-    ludx.on_event(core.EV.LINE, function() lines:wake_all(true) end)
-    core.line_start(ludx.ref({}))
-    ludx.spawn("stdin", function()
-      while true do
-        local line = core.line_take()
-        while line == false do
-          lines:wait("stdin")
-          line = core.line_take()
-        end
-        if line == nil then os.exit(3) end
-        local m = json.decode(line)
-        if type(m) == "table" and type(m.port) == "number" then remote:put(m) end
-      end
+    require("ludx.stdin").watch(function(line)
+      local m = json.decode(line)
+      if type(m) == "table" and type(m.port) == "number" then remote:put(m) end
     end)
   end
   ludx.after(o.timeoutMs, function()

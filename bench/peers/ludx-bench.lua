@@ -180,25 +180,9 @@ local function main(argv)
   if o.remotePort > 0 then connected:put({ port = o.remotePort, host = o.remoteHost }) end
   if o.watchStdin then
     -- the harness sends {"port":P}; a closed stdin means it is gone
-    local reader = {}
-    local ref = ludx.ref(reader)
-    local lines = ludx.waiters()
-    ludx.on_event(core.EV.LINE, function() lines:wake_all(true) end)
-    core.line_start(ref)
-    ludx.spawn("stdin", function()
-      while true do
-        local line = core.line_take()
-        while line == false do
-          lines:wait("stdin")
-          line = core.line_take()
-        end
-        if line == nil then
-          io.stderr:write("stdin closed, exiting\n")
-          os.exit(3)
-        end
-        local m = json.decode(line)
-        if type(m) == "table" and type(m.port) == "number" then connected:put(m) end
-      end
+    require("ludx.stdin").watch(function(line)
+      local m = json.decode(line)
+      if type(m) == "table" and type(m.port) == "number" then connected:put(m) end
     end)
   end
 

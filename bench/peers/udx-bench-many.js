@@ -9,6 +9,7 @@
 
 const crypto = require('crypto')
 const UDX = require('udx-native')
+const { emit, exit, now, prngBytes } = require('./common')
 
 const DEFAULTS = {
   role: 'send',
@@ -23,31 +24,6 @@ const DEFAULTS = {
   remotePort: 0,
   timeoutMs: 120000,
   watchStdin: true
-}
-
-function emit(obj) {
-  process.stdout.write(JSON.stringify(obj) + '\n')
-}
-
-function exit(code) {
-  process.stdout.write('', () => process.exit(code))
-}
-
-function now() {
-  return performance.timeOrigin + performance.now()
-}
-
-function prngBytes(seed, n) {
-  const out = Buffer.alloc(n)
-  let x = seed >>> 0 || 0x9e3779b9
-  for (let i = 0; i < n; i += 4) {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    const w = x >>> 0
-    for (let k = 0; k < 4 && i + k < n; k++) out[i + k] = (w >>> (8 * k)) & 0xff
-  }
-  return out
 }
 
 function combine(hashes) {

@@ -7,6 +7,7 @@
 
 const crypto = require('crypto')
 const UDX = require('udx-native')
+const { emit, exit, now, prngBytes } = require('./common')
 const SecretStream = require('@hyperswarm/secret-stream')
 
 const DEFAULTS = {
@@ -58,36 +59,6 @@ function parseArgs(argv) {
     if (typeof o[key] === 'number' && !Number.isFinite(o[key])) throw new Error(key + ' wants a number')
   }
   return o
-}
-
-function emit(obj) {
-  process.stdout.write(JSON.stringify(obj) + '\n')
-}
-
-function exit(code) {
-  process.stdout.write('', () => process.exit(code))
-}
-
-function now() {
-  return performance.timeOrigin + performance.now()
-}
-
-// xorshift32 (x ^= x << 13; x ^= x >> 17; x ^= x << 5), words little-endian;
-// the same generator as spec/interop/peers/common.js.
-function prngBytes(seed, n) {
-  const out = Buffer.alloc(n)
-  let x = seed >>> 0 || 0x9e3779b9
-  for (let i = 0; i < n; i += 4) {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    const w = x >>> 0
-    out[i] = w & 0xff
-    if (i + 1 < n) out[i + 1] = (w >>> 8) & 0xff
-    if (i + 2 < n) out[i + 2] = (w >>> 16) & 0xff
-    if (i + 3 < n) out[i + 3] = w >>> 24
-  }
-  return out
 }
 
 function stats(s) {

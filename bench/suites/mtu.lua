@@ -6,7 +6,8 @@ local process = require "ludx.process"
 local transfer = require "ludx.bench.transfer"
 
 local MB = 1024 * 1024
-local NS_A, NS_B = "ludx-bench-a", "ludx-bench-b"
+-- namespaces of this run only: concurrent runs must not share them
+local NS_A, NS_B = "lxb" .. ludx.core.getpid() .. "-a", "lxb" .. ludx.core.getpid() .. "-b"
 local ADDR_A, ADDR_B = "10.99.0.1", "10.99.0.2"
 
 local function sh(args)

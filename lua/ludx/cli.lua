@@ -47,17 +47,31 @@ local function report_error(msg, tb)
   io.stderr:flush()
 end
 
--- Runs a chunk as the main task; 0 on success, 1 on error.
+-- Runs a chunk as the main task; 0 on success, 1 on error. A script whose
+-- main chunk raises has failed: the error is reported at once and the tasks
+-- it started are cancelled, rather than waited for.
 local function run_chunk(chunk, ...)
+  local failed = false
   local ok, msg, tb = ludx.run(function(...)
-    chunk(...)
+    local r = { xpcall(chunk, function(err)
+      if ludx.is_cancelled(err) then return err end
+      return { err = err, tb = debug.traceback("", 2):gsub("^\n", "") }
+    end, ...) }
+    if not r[1] then
+      failed = true
+      local e = r[2]
+      if type(e) == "table" and e.err ~= nil then report_error(e.err, e.tb) else report_error(e) end
+      for _, t in ipairs(ludx.tasks()) do
+        if t.name ~= "main" then ludx.cancel(t.id, "the script failed") end
+      end
+    end
     return true
   end, ...)
   if ok == nil then
     report_error(msg, tb)
     return 1
   end
-  return 0
+  return failed and 1 or 0
 end
 
 function M.main(argv)

@@ -29,57 +29,21 @@ end
 ---------------------------------------------------------------------------
 -- Timers: a binary heap of {at, seq, fn}; cancelled entries are skipped.
 
-local heap, heap_n, timer_seq = {}, 0, 0
-
-local function heap_less(a, b)
-  if a.at ~= b.at then return a.at < b.at end
-  return a.seq < b.seq
-end
+local timers = require("ludx.heap").new()
 
 local function timer_add(ms, fn)
-  timer_seq = timer_seq + 1
-  local t = { at = now() + ms, seq = timer_seq, fn = fn }
-  heap_n = heap_n + 1
-  local i = heap_n
-  heap[i] = t
-  while i > 1 do
-    local p = math.floor(i / 2)
-    if heap_less(heap[i], heap[p]) then
-      heap[i], heap[p] = heap[p], heap[i]
-      i = p
-    else
-      break
-    end
-  end
-  return t
-end
-
-local function heap_pop()
-  local top = heap[1]
-  heap[1] = heap[heap_n]
-  heap[heap_n] = nil
-  heap_n = heap_n - 1
-  local i = 1
-  while true do
-    local l, r, m = 2 * i, 2 * i + 1, i
-    if l <= heap_n and heap_less(heap[l], heap[m]) then m = l end
-    if r <= heap_n and heap_less(heap[r], heap[m]) then m = r end
-    if m == i then break end
-    heap[i], heap[m] = heap[m], heap[i]
-    i = m
-  end
-  return top
+  return timers:push({ at = now() + ms, fn = fn })
 end
 
 local function next_deadline()
-  while heap_n > 0 and heap[1].cancelled do heap_pop() end
-  return heap_n > 0 and heap[1].at or nil
+  while timers.n > 0 and timers:peek().cancelled do timers:pop() end
+  return timers.n > 0 and timers:peek().at or nil
 end
 
 local function fire_timers()
   local t = now()
-  while heap_n > 0 and heap[1].at <= t do
-    local e = heap_pop()
+  while timers.n > 0 and timers:peek().at <= t do
+    local e = timers:pop()
     if not e.cancelled then e.fn() end
   end
 end

@@ -184,6 +184,7 @@ local function complete(self, r, out)
   self.handshake_hash = r.hash
   local header, msg, code = self.framer:start(self.initiator, r.tx, r.rx, r.hash)
   if not header then return nil, msg, code end
+  self.keyed = true
   out[#out + 1] = header
   for i = 1, #self.pending do
     local frame, m, c = encrypt(self, self.pending[i])
@@ -267,9 +268,35 @@ local function on_eof(self)
   self.readers:wake_all(true)
 end
 
+-- The data phase over a udx stream: frames are decrypted in C straight from
+-- the stream's read buffer (framer:feed_udx), with no Lua string for the
+-- raw bytes.
+local function pump_udx(self)
+  local raw, framer, h = self.raw, self.framer, self.raw.h
+  while true do
+    while self.rbytes >= READ_HIGHWATER and not (self.err or self.closed) do
+      self.pump_waiters:wait("secretstream reader backpressure")
+    end
+    if self.err or self.closed then return end
+    local data, used, code = framer:feed_udx(h)
+    if data == false then
+      raw.readers:wait("secretstream read")
+    elseif data == nil then
+      if used then return fail(self, used, code) end
+      if raw.err_code and raw.err_code ~= "ECANCELED" then return fail(self, raw.err_msg, raw.err_code) end
+      return on_eof(self)
+    else
+      self.raw_bytes_in = self.raw_bytes_in + used
+      push_plain(self, data)
+    end
+  end
+end
+
 local function pump(self)
   local raw, framer = self.raw, self.framer
   while true do
+    -- keys in place and nothing held back: the rest goes the C way
+    if self.fused and self.keyed then return pump_udx(self) end
     while self.rbytes >= READ_HIGHWATER and not (self.err or self.closed) do
       self.pump_waiters:wait("secretstream reader backpressure")
     end
@@ -369,6 +396,9 @@ function M.wrap(raw, opts)
     pump_waiters = ludx.waiters(), keepalive_waiters = ludx.waiters(),
     last_write = now(),
     raw_bytes_in = 0, keepalives_out = 0,
+    -- over a udx stream, data frames are encrypted and decrypted on the C
+    -- side of the stream (framer:encrypt_udx / feed_udx)
+    fused = raw.udx_stream == true,
   }, Stream)
 
   local first -- what goes on the wire before anything else
@@ -380,6 +410,7 @@ function M.wrap(raw, opts)
     self.remote_public_key = hs.remote_public_key
     self.handshake_hash = hs.hash
     first = assert(self.framer:start(self.initiator, hs.tx, hs.rx, hs.hash))
+    self.keyed = true
     self.is_ready = true
   else
     local kp = opts.keypair or M.keypair()
@@ -496,7 +527,20 @@ function Stream:write(data, timeout)
   local ok, m, c = true, nil, nil
   if not self.is_ready then ok, m, c = self:ready(left(deadline)) end
   if ok then ok, m, c = lock(self, deadline, "write") end
-  if ok then
+  if ok and self.fused then
+    -- encrypted in C and queued on the udx stream; waits only above its
+    -- high-water mark
+    local r
+    r, m, c = self.framer:encrypt_udx(self.raw.h, data)
+    if r == nil then
+      fail(self, m, c)
+      ok = nil
+    else
+      self.last_write = now()
+      if r == 0 then ok, m, c = self.raw.writers:wait("secretstream drain", left(deadline), "write") end
+    end
+    unlock(self)
+  elseif ok then
     local frame
     frame, m, c = encrypt(self, data)
     if frame then ok, m, c = raw_write(self, frame, deadline) else ok = nil end

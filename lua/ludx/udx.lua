@@ -163,6 +163,8 @@ end
 
 local Stream = {}
 Stream.__index = Stream
+-- lets layers above (SecretStream) use the C-side paths for udx streams
+Stream.udx_stream = true
 
 --- A stream with a local id. opts: seq, read_buffer_limit (bytes),
 -- rwnd_max, keepalive (ms), timeout (give-up ms), firewall ("accept",

@@ -5,9 +5,12 @@
 #     ├── ludx-r1  10.50.0.11 ── NAT (masquerade) ── 192.168.1.1 ── ludx-h1 192.168.1.2
 #     └── ludx-r2  10.50.0.12 ── NAT (masquerade) ── 192.168.2.1 ── ludx-h2 192.168.2.2
 #
-#   spec/nat/lab.sh up | down      (root, iproute2, nftables)
+#   spec/nat/lab.sh up|down [PREFIX]   (root, iproute2, nftables)
+#
+# The namespaces are PREFIXpub, PREFIXr1, ... (default prefix "ludx-"); give
+# each concurrent run its own prefix.
 set -e
-P=ludx-
+P=${2:-ludx-}
 down() {
   for ns in pub r1 r2 h1 h2; do ip netns del ${P}$ns 2>/dev/null || true; done
 }
@@ -57,5 +60,5 @@ up() {
 case "$1" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down [PREFIX]" >&2; exit 2 ;;
 esac

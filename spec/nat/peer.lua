@@ -16,21 +16,10 @@ local function emit(t)
   io.stdout:flush()
 end
 
--- stdin closing (the spec is done or gone) ends the process
 local core = ludx.core
-local lines = ludx.waiters()
-ludx.on_event(core.EV.LINE, function() lines:wake_all(true) end)
-core.line_start(ludx.ref({}))
-ludx.spawn("stdin", function()
-  while true do
-    local line = core.line_take()
-    while line == false do
-      lines:wait("stdin")
-      line = core.line_take()
-    end
-    if line == nil then os.exit(0) end
-  end
-end)
+
+-- stdin closing (the spec is done or gone) ends the process
+require("ludx.stdin").watch(function() end, function() os.exit(0) end)
 
 if role == "testnet" then
   local net = assert(dht.testnet(5, { host = a, timeout = 30000 }))

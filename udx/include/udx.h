@@ -54,7 +54,7 @@ typedef struct udx_stream_s udx_stream_t;
 // fields at any time without a call (FFI-friendly). New fields are only ever
 // appended, and `version` is bumped when they are.
 
-#define UDX_SOCKET_STATS_VERSION 1
+#define UDX_SOCKET_STATS_VERSION 2
 
 typedef struct udx_socket_stats_s {
   uint32_t version;
@@ -78,6 +78,9 @@ typedef struct udx_socket_stats_s {
   uint64_t send_err_nobufs;
   uint64_t send_err_other;
   uint64_t fault_dropped; // datagrams dropped by fault injection
+  // version 2
+  uint64_t tx_segmented; // datagrams sent inside UDP_SEGMENT (GSO) messages
+  uint64_t rx_coalesced; // datagrams received inside UDP_GRO messages
 } udx_socket_stats_t;
 
 #define UDX_STREAM_STATS_VERSION 1
@@ -181,7 +184,8 @@ void *
 udx_socket_get_data (udx_socket_t *socket);
 
 // IPv4, IPv6 (dual stack unless UDX_SOCKET_IPV6ONLY), port 0 = any. Sets TTL
-// 64, SO_SNDBUF 212992, SO_RCVBUF 1 MiB (stepping down), don't-fragment.
+// 64, SO_SNDBUF 212992, SO_RCVBUF 4 MiB (stepping down to what the system
+// allows), don't-fragment; on Linux UDP_SEGMENT sends and UDP_GRO receives.
 int
 udx_socket_bind (udx_socket_t *socket, const struct sockaddr *addr, unsigned flags);
 
@@ -394,14 +398,63 @@ udx_stream_set_trace (udx_stream_t *stream, uint32_t interval_ms, udx_stream_tra
 int
 udx_stream_set_fault (udx_stream_t *stream, const udx_fault_t *fault);
 
-// Acknowledgement policy. UDX_ACK_EACH (default, like libudx): one ACK per
-// DATA/END packet. UDX_ACK_BATCH: one ACK per receive batch, sent at once for
-// a gap, a duplicate or END.
+// Acknowledgement policy. UDX_ACK_BATCH (default): in-order data is acked
+// once per receive batch and at least every 32 packets; a gap, a packet
+// that fills one, a duplicate and END are acked at once. UDX_ACK_EACH: one
+// ACK per DATA/END packet, as libudx. Either works with any peer.
 #define UDX_ACK_EACH  0
 #define UDX_ACK_BATCH 1
 
 int
 udx_stream_set_ack_policy (udx_stream_t *stream, int policy);
+
+// ---------------------------------------------------------------------------
+// Transfer policies: rate limits and weighted shares, enforced in the send
+// path on new data (retransmissions and control packets are never held
+// back). A limiter is a token bucket of `rate` bytes/s, `burst` bytes deep
+// (0: 20 ms at the rate); streams join it with a weight, and while k of them
+// have data waiting, member i gets rate * w_i / (their weight sum). A stream
+// belongs to up to UDX_LIMITS_MAX limiters (its own, its peer's, a link's)
+// and sends only when all of them allow. rate 0 = unlimited.
+
+typedef struct udx_limiter_s udx_limiter_t;
+
+#define UDX_LIMITS_MAX 4
+
+typedef struct udx_limiter_stats_s {
+  uint64_t rate;    // bytes/s
+  uint64_t burst;   // bytes
+  uint32_t members; // streams in it
+  uint32_t active;  // of those, with data waiting
+  uint64_t bytes;   // DATA payload bytes sent by its members
+  uint64_t waits;   // times a member was held back
+} udx_limiter_stats_t;
+
+int
+udx_limiter_init (udx_limiter_t **out, uint64_t rate, uint64_t burst);
+
+int
+udx_limiter_set_rate (udx_limiter_t *limiter, uint64_t rate, uint64_t burst);
+
+// Drops the caller's reference; the memory goes once no stream uses it.
+void
+udx_limiter_release (udx_limiter_t *limiter);
+
+// Adds the stream with a weight (>= 1), or sets its weight if it is in.
+// UV_ENOSPC when the stream is in UDX_LIMITS_MAX limiters already. A stream
+// leaves its limiters when it is finalized.
+int
+udx_limiter_add (udx_limiter_t *limiter, udx_stream_t *stream, uint32_t weight);
+
+int
+udx_limiter_remove (udx_limiter_t *limiter, udx_stream_t *stream);
+
+void
+udx_limiter_get_stats (const udx_limiter_t *limiter, udx_limiter_stats_t *out);
+
+// The live stream with this local id (for bindings that know streams by id).
+int
+udx_stream_lookup (udx_t *udx, uint32_t local_id, udx_stream_t **out);
 
 const char *
 udx_version_string (void);

@@ -144,13 +144,24 @@ udx__tlp_check_repaired (udx_stream_t *s, uint32_t ack) {
     s->tlp_in_flight = false;
 }
 
+// Acked bytes leave the send queue, unless the host still holds datagrams
+// pointing into it (then once it lets go of the last, udx__stream_unpin).
 static void
 udx__release_acked_bytes (udx_stream_t *s) {
   udx_pkt_t *p = udx__pkt(s, s->snd_una);
   uint64_t off = p ? p->off : s->snd_pkt_off;
   if (s->snd_una == s->snd_nxt)
     off = s->snd_pkt_off;
-  udx__bufq_release(&s->sndq, s->pool, off);
+  if (off > s->snd_acked_off)
+    s->snd_acked_off = off;
+  if (s->tx_pins == 0)
+    udx__bufq_release(&s->sndq, s->pool, s->snd_acked_off);
+}
+
+void
+udx__stream_unpin (udx_stream_t *s) {
+  if (s->tx_pins > 0 && --s->tx_pins == 0)
+    udx__bufq_release(&s->sndq, s->pool, s->snd_acked_off);
 }
 
 void
@@ -203,8 +214,8 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   }
 
   udx_rate_sample_t rs = {.rtt_us = -1};
+  s->rate_ref_ts = s->delivered_max_ts;
   uint64_t prior_delivered = s->delivered;
-  uint64_t prior_lost = s->lost;
   bool ack_advanced = ack_valid && ack != s->snd_una;
 
   if (ack_advanced) {
@@ -231,7 +242,6 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   }
 
   uint32_t delivered = (uint32_t) (s->delivered - prior_delivered);
-  uint32_t lost = (uint32_t) (s->lost - prior_lost);
 
   if (ack_advanced)
     udx__release_acked_bytes(s);
@@ -259,6 +269,11 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   }
 
   if (data_in_flight) {
+    // Losses since the last sample: those RACK just found for this ACK and
+    // those its timer or the RTO found in between (libudx counts neither:
+    // it takes the count before detection runs, so BBR never sees a loss).
+    uint32_t lost = (uint32_t) (s->lost - s->lost_sampled);
+    s->lost_sampled = s->lost;
     udx__rate_generate(s, delivered, lost, &rs);
     udx__bbr_main(s, &rs);
   }
@@ -287,7 +302,7 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
     }
   }
 
-  if ((s->status & UDX_S_FLUSH) && s->sndq.start >= s->flush_off) {
+  if ((s->status & UDX_S_FLUSH) && s->snd_acked_off >= s->flush_off) {
     s->status &= ~UDX_S_FLUSH;
     if (s->cb.on_flush && !UDX_CALLBACK(s, s->cb.on_flush(s)))
       return;

@@ -25,14 +25,29 @@ static const double bbr_full_bw_thresh = 1.25;
 static const uint32_t bbr_full_bw_count = 3;
 static const uint32_t bbr_extra_acked_win_rtts = 5;
 
-double
-udx__bbr_bw (const udx_stream_t *s) {
-  return udx__winfilter_get(&s->bbr.bw);
-}
+#define BBR_HS_SAMPLES       8                    // RFC 9406 N_RTT_SAMPLE
+#define BBR_HS_THRESH_MIN_US (4 * UDX_US_PER_MS)  // RFC 9406 MIN_RTT_THRESH
+#define BBR_HS_THRESH_MAX_US (16 * UDX_US_PER_MS) // RFC 9406 MAX_RTT_THRESH
+#define BBR_LOSS_EVENTS      8                    // BBRv2 full_loss_cnt
+static const double bbr_loss_thresh = 0.02;       // BBRv2 loss_thresh
+static const double bbr_loss_overflow = 0.1;      // a queue overflowing, even while growing
 
 static uint32_t
 bbr_pkt_bytes (const udx_stream_t *s) {
   return udx__max_payload(s) + UDX_HEADER_SIZE;
+}
+
+// The filter holds datagram bytes per us: packet counts would overstate
+// the rate once the MTU search makes packets larger than those measured.
+static double
+bbr_bw_bytes (const udx_stream_t *s) {
+  return udx__winfilter_get(&s->bbr.bw);
+}
+
+// In full-size packets per us, for windows counted in packets.
+double
+udx__bbr_bw (const udx_stream_t *s) {
+  return bbr_bw_bytes(s) / bbr_pkt_bytes(s);
 }
 
 static uint64_t
@@ -148,7 +163,10 @@ bbr_recover_or_restore (udx_stream_t *s, udx_rate_sample_t *rs, uint32_t acked, 
     cwnd = cwnd > rs->losses ? cwnd - rs->losses : 1;
   }
 
-  if (state == UDX_CA_RECOVERY && prev != UDX_CA_RECOVERY) {
+  // Packet conservation on entering recovery, but not in Startup: random
+  // loss there would halve the ramp's growth each round it strikes, and a
+  // queue that really overflows ends Startup through the loss signal.
+  if (state == UDX_CA_RECOVERY && prev != UDX_CA_RECOVERY && s->bbr.state != UDX_BBR_STATE_STARTUP) {
     s->bbr.use_packet_conservation = true;
     s->bbr.next_rtt_delivered = s->delivered;
     cwnd = s->inflight + acked;
@@ -201,7 +219,12 @@ bbr_is_next_cycle_phase (udx_stream_t *s, udx_rate_sample_t *rs) {
   if (gain > 1.0) {
     return full_length && (rs->losses || s->inflight > bbr_bdp(s, bw, gain));
   }
-  return full_length || s->inflight <= bbr_bdp(s, bw, 1.0);
+  // The drain phase lasts until the queue is gone (BBRv3 ProbeBW_DOWN: until
+  // inflight <= BDP), not one min_rtt: bw samples a little above the true
+  // rate (ACK compression) otherwise leave a queue that BBRv1 only removes
+  // in PROBE_RTT, 10 s later. Bounded by 4 min_rtt for a low estimate.
+  bool long_enough = s->delivered_ts > s->bbr.cycle_ts && s->delivered_ts - s->bbr.cycle_ts > 4ull * s->bbr.min_rtt_us;
+  return long_enough || s->inflight <= bbr_bdp(s, bw, 1.0);
 }
 
 static void
@@ -232,8 +255,8 @@ bbr_update_bw (udx_stream_t *s, udx_rate_sample_t *rs) {
     s->bbr.use_packet_conservation = false;
   }
 
-  double bw = (double) rs->delivered / (double) rs->interval_us;
-  if (!rs->is_app_limited || bw >= udx__bbr_bw(s)) {
+  double bw = (double) rs->delivered_bytes / (double) rs->interval_us;
+  if (!rs->is_app_limited || bw >= bbr_bw_bytes(s)) {
     udx__winfilter_max(&s->bbr.bw, BBR_BW_FILTER_ROUNDS, s->bbr.rtt_count, bw);
   }
 }
@@ -275,21 +298,92 @@ bbr_update_ack_aggregation (udx_stream_t *s, udx_rate_sample_t *rs) {
     *slot = (uint32_t) extra;
 }
 
+static void
+bbr_startup_done (udx_stream_t *s, uint8_t why) {
+  s->bbr.full_bw_reached = true;
+  s->bbr.startup_exit = why;
+}
+
+// RFC 9406 4.2 (the delay increase HyStart++ reads as a growing queue):
+// once a round has 8 RTT samples, its min RTT above the previous round's by
+// clamp(min/8, 4 ms, 16 ms) ends Startup. Without this, Startup stops only
+// after 3 rounds without growth, each longer as the queue fills.
+static void
+bbr_check_delay_increase (udx_stream_t *s, udx_rate_sample_t *rs) {
+  udx_bbr_t *b = &s->bbr;
+  if (rs->rtt_us < 0)
+    return;
+  if ((uint64_t) rs->rtt_us < b->round_min_rtt)
+    b->round_min_rtt = (uint32_t) rs->rtt_us;
+  b->round_rtt_samples++;
+  if (b->full_bw_reached || b->state != UDX_BBR_STATE_STARTUP || rs->is_app_limited)
+    return;
+  if (b->round_rtt_samples < BBR_HS_SAMPLES || b->last_round_min_rtt == UINT32_MAX)
+    return;
+  uint64_t thresh = b->last_round_min_rtt / 8;
+  if (thresh < BBR_HS_THRESH_MIN_US)
+    thresh = BBR_HS_THRESH_MIN_US;
+  if (thresh > BBR_HS_THRESH_MAX_US)
+    thresh = BBR_HS_THRESH_MAX_US;
+  if (b->round_min_rtt >= b->last_round_min_rtt + thresh)
+    bbr_startup_done(s, UDX_BBR_EXIT_DELAY);
+}
+
 // BBR 4.3.1.2: the pipe is full when bw grew less than 25% in 3 rounds.
 static void
 bbr_check_full_bw_reached (udx_stream_t *s, udx_rate_sample_t *rs) {
-  if (s->bbr.full_bw_reached || !s->bbr.round_start || rs->is_app_limited)
+  udx_bbr_t *b = &s->bbr;
+  if (b->full_bw_reached || !b->round_start || rs->is_app_limited)
     return;
 
-  double max_bw = udx__bbr_bw(s);
-  if (max_bw >= s->bbr.full_bw * bbr_full_bw_thresh) {
-    s->bbr.full_bw = max_bw;
-    s->bbr.full_bw_count = 0;
+  double max_bw = bbr_bw_bytes(s);
+  if (max_bw >= b->full_bw * bbr_full_bw_thresh) {
+    b->full_bw = max_bw;
+    b->full_bw_count = 0;
     return;
   }
 
-  s->bbr.full_bw_count++;
-  s->bbr.full_bw_reached = s->bbr.full_bw_count >= bbr_full_bw_count;
+  b->full_bw_count++;
+  if (b->full_bw_count >= bbr_full_bw_count)
+    bbr_startup_done(s, UDX_BBR_EXIT_PLATEAU);
+}
+
+// BBRv2's loss signal (bbr2_check_loss_too_high_in_startup), on every ACK
+// that reports losses: at least 8 loss events in the round and a loss rate
+// above 2%. Random loss on a path that is not full yet must not stop the
+// ramp (BBRv1 would then need many probe cycles to grow), so the 2% counts
+// only once the round brought no growth; a queue too shallow for the delay
+// signal overflows under Startup's 2.89x gain with a much higher rate
+// (most of the excess is lost), which ends Startup at once.
+static void
+bbr_check_startup_loss (udx_stream_t *s, udx_rate_sample_t *rs) {
+  udx_bbr_t *b = &s->bbr;
+  if (b->full_bw_reached || b->state != UDX_BBR_STATE_STARTUP || rs->losses == 0)
+    return;
+  if (b->round_loss_events < BBR_LOSS_EVENTS)
+    return;
+  double rate = (double) b->round_lost / (double) ((uint64_t) b->round_delivered + b->round_lost);
+  bool grew = bbr_bw_bytes(s) >= b->full_bw * bbr_full_bw_thresh;
+  if (rate > bbr_loss_overflow || (rate > bbr_loss_thresh && !grew))
+    bbr_startup_done(s, UDX_BBR_EXIT_LOSS);
+}
+
+// Per-round counters of the Startup signals; a new round starts them over.
+static void
+bbr_round_counters (udx_stream_t *s, udx_rate_sample_t *rs) {
+  udx_bbr_t *b = &s->bbr;
+  if (b->round_start) {
+    b->last_round_min_rtt = b->round_min_rtt;
+    b->round_min_rtt = UINT32_MAX;
+    b->round_rtt_samples = 0;
+    b->round_delivered = 0;
+    b->round_lost = 0;
+    b->round_loss_events = 0;
+  }
+  b->round_delivered += rs->acked_sacked;
+  b->round_lost += rs->losses;
+  if (rs->losses)
+    b->round_loss_events++;
 }
 
 static void
@@ -370,6 +464,9 @@ udx__bbr_main (udx_stream_t *s, udx_rate_sample_t *rs) {
     bbr_advance_cycle_phase(s);
   }
   bbr_check_full_bw_reached(s, rs);
+  bbr_round_counters(s, rs);
+  bbr_check_startup_loss(s, rs);
+  bbr_check_delay_increase(s, rs);
   bbr_check_drain(s);
   bbr_update_min_rtt(s, rs);
   bbr_update_gains(s);
@@ -411,6 +508,13 @@ udx__bbr_init (udx_stream_t *s) {
   b->extra_acked_win_index = 0;
   b->extra_acked[0] = 0;
   b->extra_acked[1] = 0;
+  b->round_min_rtt = UINT32_MAX;
+  b->last_round_min_rtt = UINT32_MAX;
+  b->round_rtt_samples = 0;
+  b->round_delivered = 0;
+  b->round_lost = 0;
+  b->round_loss_events = 0;
+  b->startup_exit = UDX_BBR_EXIT_NONE;
 }
 
 // BBR 4.2.4: an RTO is treated as a dummy loss sample; cwnd is not collapsed.

@@ -23,8 +23,8 @@ typedef struct udx_bbr_s {
   bool has_seen_rtt;
   bool probe_rtt_round_done;
   uint32_t full_bw_count;
-  double full_bw;
-  udx_winfilter_t bw; // max filter over rounds, packets/us
+  double full_bw;     // datagram bytes/us
+  udx_winfilter_t bw; // max filter over rounds, datagram bytes/us
   uint64_t rtt_count;
   uint64_t next_rtt_delivered;
   uint32_t min_rtt_us; // UINT32_MAX while unknown
@@ -39,7 +39,20 @@ typedef struct udx_bbr_s {
   uint8_t extra_acked_win_rtts;
   uint8_t extra_acked_win_index;
   uint32_t extra_acked[2];
+  // Startup exit signals (RFC 9406 delay increase, BBRv2 loss rate)
+  uint32_t round_min_rtt; // us, this round (UINT32_MAX: no sample yet)
+  uint32_t last_round_min_rtt;
+  uint32_t round_rtt_samples;
+  uint32_t round_delivered; // packets delivered / lost / loss events this round
+  uint32_t round_lost;
+  uint32_t round_loss_events;
+  uint8_t startup_exit; // UDX_BBR_EXIT_*: why Startup ended
 } udx_bbr_t;
+
+#define UDX_BBR_EXIT_NONE    0
+#define UDX_BBR_EXIT_PLATEAU 1 // bandwidth grew < 25% for 3 rounds (BBR)
+#define UDX_BBR_EXIT_DELAY   2 // the round's min RTT rose (RFC 9406)
+#define UDX_BBR_EXIT_LOSS    3 // loss rate > 2% in a round without growth (BBRv2)
 
 void
 udx__bbr_init (udx_stream_t *s);
@@ -56,7 +69,7 @@ udx__bbr_on_transmit_start (udx_stream_t *s);
 void
 udx__bbr_save_cwnd (udx_stream_t *s);
 
-// Windowed max delivery rate, packets/us.
+// Windowed max delivery rate, in full-size packets/us.
 double
 udx__bbr_bw (const udx_stream_t *s);
 

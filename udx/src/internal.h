@@ -17,6 +17,7 @@
 #define UDX_IPV4_OVERHEAD 48 // IPv4 20 + UDP 8 + UDX 20
 #define UDX_IPV6_OVERHEAD 68 // IPv6 40 + UDP 8 + UDX 20
 #define UDX_MTU_STEP      32
+#define UDX_MTU_JUMP      224 // largest multiple of the step a 255-byte padding covers
 #define UDX_MTU_PROBES    3
 
 // libudx receives into 2048 bytes and truncates beyond; we take datagrams up

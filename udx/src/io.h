@@ -12,11 +12,17 @@
 #include "internal.h"
 #include "stream.h"
 
-#define UDX_RX_BATCH     32  // datagrams per recvmmsg
-#define UDX_RX_BUDGET    256 // datagrams per readable callback
-#define UDX_TX_SLOTS     128 // datagrams queued per socket before a sendmmsg
-#define UDX_TX_SLOT_SIZE 2048
-#define UDX_HELD_MAX     256 // datagrams held back by fault injection (reorder)
+#define UDX_RX_BATCH     32                               // messages per recvmmsg
+#define UDX_RX_GRO_SIZE  65536                            // a GRO message: up to 64 KiB of datagrams
+#define UDX_RX_AREA      (UDX_RX_BATCH * UDX_RX_GRO_SIZE) // 2 MiB, pages touched as used
+#define UDX_RX_BUDGET    256                              // datagrams per readable callback
+#define UDX_TX_SLOTS     512                              // datagrams queued per socket before a flush
+#define UDX_TX_IOV       4                                // header, padding, payload in up to two chunks
+#define UDX_TX_SLOT_SIZE 2048                             // largest datagram the ring copies
+#define UDX_TX_ARENA     (256 * 1024)                     // bytes copied into the ring at most
+#define UDX_GSO_SEGS     64                               // datagrams per UDP_SEGMENT send (kernel limit)
+#define UDX_GSO_BYTES    65000                            // bytes per UDP_SEGMENT send (under 64 KiB)
+#define UDX_HELD_MAX     256                              // datagrams held back by fault injection (reorder)
 
 typedef struct udx_fault_state_s {
   udx_fault_t cfg;
@@ -32,11 +38,38 @@ enum {
   UDX_FAULT_ERROR,
 };
 
+#ifdef __linux__
+typedef struct mmsghdr udx_mmsg_t;
+#else
+typedef struct udx_mmsg_s {
+  struct msghdr msg_hdr;
+  unsigned int msg_len;
+} udx_mmsg_t;
+#endif
+
+// Control data of one UDP_SEGMENT message.
+typedef union udx_gso_cmsg_u {
+  struct cmsghdr h;
+  uint8_t buf[64];
+} udx_gso_cmsg_t;
+
+typedef union udx_addr_u {
+  struct sockaddr sa;
+  struct sockaddr_in v4;
+  struct sockaddr_in6 v6;
+} udx_addr_t;
+
+// One datagram waiting in a socket's transmit ring. iov[0] is the header
+// (in hdr) or the whole datagram (copied into the arena); with `pin` set the
+// other iovecs point into that stream's send queue (no copy).
 typedef struct udx_tx_slot_s {
-  struct sockaddr_storage to;
-  socklen_t to_len;
-  uint32_t len;
-  uint8_t buf[UDX_TX_SLOT_SIZE];
+  udx_addr_t to;
+  uint32_t to_len;
+  uint32_t len; // datagram bytes
+  udx_stream_t *pin;
+  uint8_t niov; // 0: dropped while queued (its stream went away)
+  uint8_t hdr[UDX_HEADER_SIZE];
+  struct iovec iov[UDX_TX_IOV];
 } udx_tx_slot_t;
 
 typedef struct udx_held_s {
@@ -75,6 +108,14 @@ struct udx_socket_s {
   udx_tx_slot_t *tx; // ring of pending datagrams
   uint32_t tx_head;
   uint32_t tx_len;
+  uint8_t *arena; // copied datagram bytes of the ring, reset when it empties
+  uint32_t arena_used;
+  struct iovec *tx_iov;    // scratch for one flush: iovecs of the batch
+  udx_mmsg_t *tx_msgs;     // scratch: one message per datagram or GSO run
+  udx_gso_cmsg_t *tx_cmsg; // scratch: their UDP_SEGMENT control data
+  uint32_t tx_plain;       // slots at the head to send without GSO (after an error)
+  bool gso;                // UDP_SEGMENT works on this socket
+  bool gro;                // UDP_GRO: a received message may hold several datagrams
 
   udx_fault_state_t *fault;
   udx_held_t held[UDX_HELD_MAX];
@@ -147,12 +188,46 @@ extern const udx_host_t udx__io_host;
 void
 udx__socket_read (udx_socket_t *sock);
 
-// Queues one datagram for the next flush (copying it).
-void
-udx__socket_queue (udx_socket_t *sock, const struct sockaddr *to, const struct iovec *iov, int iovcnt, size_t len, udx_fault_state_t *stream_fault);
+// --- tx.c
 
+// Queues one datagram for the next flush. iov[0] is copied; the others are
+// copied too unless `pin` is given: then they point into pin's send queue and
+// are kept (pin->tx_pins counts them) until the datagram is sent or dropped.
+void
+udx__socket_queue (udx_socket_t *sock, const struct sockaddr *to, const struct iovec *iov, int iovcnt, size_t len, udx_fault_state_t *stream_fault, udx_stream_t *pin);
+
+// Sends what is queued (sendmmsg, UDP_SEGMENT runs); on EAGAIN waits for
+// the socket to become writable.
 void
 udx__socket_flush (udx_socket_t *sock);
+
+// Drops every queued datagram (socket closing).
+void
+udx__socket_tx_clear (udx_socket_t *sock);
+
+// A stream is going away: its queued datagrams that point into its send
+// queue are dropped.
+void
+udx__tx_forget_stream (udx_t *udx, udx_stream_t *s);
+
+// Cuts slots [0, n) into messages: a message is one datagram, or with gso a
+// run of datagrams to the same address, all as long as the first except a
+// shorter last one, within UDX_GSO_SEGS / UDX_GSO_BYTES. Writes the number of
+// slots of each message to segs; returns the number of messages.
+int
+udx__tx_plan (const udx_tx_slot_t *slots, int n, bool gso, uint16_t *segs);
+
+void
+udx__socket_poll_update (udx_socket_t *sock);
+
+void
+udx__held_commit_tx (udx_socket_t *sock, const uint8_t *buf, size_t len, const struct sockaddr_storage *to);
+
+bool
+udx__hold (udx_socket_t *sock, udx_fault_state_t *f, bool rx, const uint8_t *buf, size_t len, const struct sockaddr_storage *addr, uint64_t now);
+
+void
+udx__held_release (udx_socket_t *sock, bool only_next);
 
 void
 udx__socket_send_error (udx_socket_t *sock, int err);
@@ -185,15 +260,34 @@ udx__sys_set_dontfrag (int fd, int family);
 int
 udx__sys_link_mtu (const struct sockaddr *addr);
 
-// Receives up to n datagrams into bufs (each UDX_RX_BUFFER_SIZE bytes).
-// Returns the count (lens, addrs, truncated filled) or a negative UV error.
-int
-udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size_t *lens, bool *truncated, int n);
+typedef struct udx_rx_msg_s {
+  size_t len;
+  size_t seg; // GRO: datagrams of seg bytes (the last may be shorter); 0: one datagram
+  bool truncated;
+} udx_rx_msg_t;
 
-// Sends n datagrams; returns how many went out (>= 0), or a negative UV
-// error for the first one when none did.
+// Receives up to n messages into bufs (each `size` bytes apart). Returns
+// the count (msgs and addrs filled) or a negative UV error.
 int
-udx__sys_send_batch (int fd, udx_tx_slot_t *const *slots, int n);
+udx__sys_recv_batch (int fd, uint8_t *bufs, size_t size, struct sockaddr_storage *addrs, udx_rx_msg_t *msgs, int n);
+
+// Sends n prepared messages (msg_name, msg_iov, msg_control set); returns
+// how many went out (> 0), or a negative UV error for the first one.
+int
+udx__sys_send_msgs (int fd, udx_mmsg_t *msgs, int n);
+
+// Sets a message's control data to a UDP_SEGMENT send of gso_size-byte
+// segments.
+void
+udx__sys_gso_cmsg (struct msghdr *h, udx_gso_cmsg_t *c, uint16_t gso_size);
+
+// Enables UDP_SEGMENT sends; false if unsupported (or UDX_GSO=0).
+bool
+udx__sys_enable_gso (int fd);
+
+// Enables UDP_GRO receives; false if unsupported (or UDX_GRO=0).
+bool
+udx__sys_enable_gro (int fd);
 
 // --- fault.c
 

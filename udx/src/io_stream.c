@@ -134,7 +134,7 @@ int
 udx_stream_flush (udx_stream_t *s) {
   if (udx__stream_dead(s))
     return UV_ENOTCONN;
-  if (s->sndq.start >= s->sndq.end && s->snd_una == s->snd_nxt)
+  if (s->snd_acked_off >= s->sndq.end && s->snd_una == s->snd_nxt)
     return 1;
   s->flush_off = s->sndq.end;
   s->status |= UDX_S_FLUSH;
@@ -145,7 +145,10 @@ ssize_t
 udx_stream_read (udx_stream_t *s, void *buf, size_t max) {
   if (buf == NULL && max > 0)
     return UV_EINVAL;
-  return udx__stream_read(s, buf, max, udx__now());
+  // Reading needs no fresh clock (nothing it does is timed): the engine's
+  // last time saves a clock read per call (per packet for a reader that
+  // drains on every on_readable).
+  return udx__stream_read(s, buf, max, s->now);
 }
 
 int
@@ -157,7 +160,7 @@ udx_stream_read_peek (udx_stream_t *s, const uint8_t **p, size_t *len) {
 
 void
 udx_stream_read_consume (udx_stream_t *s, size_t n) {
-  udx__stream_consume(s, n, udx__now());
+  udx__stream_consume(s, n, s->now);
 }
 
 size_t

@@ -1,6 +1,11 @@
-// In-band path MTU search (RFC 8899 style, as libudx): start at 1200, probe
-// upwards in steps of 32 by padding a full DATA packet through data_offset,
-// stop at the link MTU (at most 1500) or after 3 lost probes in a row.
+// In-band path MTU search (RFC 8899 style): start at 1200 and probe upwards
+// by padding a full DATA packet through data_offset. libudx steps by 32
+// (ten round trips to 1500, while Startup sends small packets); here a probe
+// first jumps by 224 bytes (the most a 255-byte padding allows, in steps of
+// 32): 1200 -> 1424 -> 1500 in two round trips. The first lost jump falls
+// back to steps of 32 from the confirmed size (RFC 8899 5.3 leaves the
+// search to the sender). Stops at the link MTU (at most 1500) or after 3
+// lost probes in a row.
 
 #include "stream.h"
 
@@ -9,8 +14,8 @@ udx__mtu_reset (udx_stream_t *s, int link_mtu) {
   s->mtu = UDX_MTU_BASE;
   s->mtu_state = UDX_MTU_STATE_BASE;
   s->mtu_probe_count = 0;
-  s->mtu_probe_size = UDX_MTU_BASE; // the first probe confirms the base
   s->mtu_probe_wanted = false;
+  s->mtu_stepping = false;
 
   if (link_mtu <= 0 || link_mtu > UDX_MTU_MAX) {
     s->mtu_max = UDX_MTU_MAX;
@@ -20,6 +25,7 @@ udx__mtu_reset (udx_stream_t *s, int link_mtu) {
   } else {
     s->mtu_max = (uint16_t) link_mtu;
   }
+  s->mtu_probe_size = (uint16_t) udx__min_u32(UDX_MTU_BASE + UDX_MTU_JUMP, s->mtu_max);
 }
 
 // The first delivered packet starts the search.
@@ -56,7 +62,8 @@ udx__mtu_on_probe_acked (udx_stream_t *s, udx_pkt_t *p) {
   if (s->mtu_probe_size >= s->mtu_max) {
     s->mtu_state = UDX_MTU_STATE_COMPLETE;
   } else {
-    s->mtu_probe_size = (uint16_t) udx__min_u32(s->mtu_probe_size + UDX_MTU_STEP, s->mtu_max);
+    uint32_t step = s->mtu_stepping ? UDX_MTU_STEP : UDX_MTU_JUMP;
+    s->mtu_probe_size = (uint16_t) udx__min_u32(s->mtu_probe_size + step, s->mtu_max);
     s->mtu_probe_wanted = true;
   }
 }
@@ -70,7 +77,13 @@ udx__mtu_on_probe_lost (udx_stream_t *s, udx_pkt_t *p) {
   p->padding = 0;
 
   if (s->mtu_state == UDX_MTU_STATE_SEARCH) {
-    if (s->mtu_probe_count >= UDX_MTU_PROBES) {
+    if (!s->mtu_stepping && s->mtu_probe_size > s->mtu + UDX_MTU_STEP) {
+      // the jump was too far: search in steps from what works
+      s->mtu_stepping = true;
+      s->mtu_probe_size = (uint16_t) (s->mtu + UDX_MTU_STEP);
+      s->mtu_probe_count = 0;
+      s->mtu_probe_wanted = true;
+    } else if (s->mtu_probe_count >= UDX_MTU_PROBES) {
       s->mtu_state = UDX_MTU_STATE_COMPLETE;
     } else {
       s->mtu_probe_wanted = true;

@@ -115,18 +115,42 @@ udx__rearm_rto (udx_stream_t *s) {
   s->rto_at = at;
 }
 
-// RFC 8985 7.2: PTO = 2 srtt (+2 ms), at most the time left on the RTO.
-bool
-udx__schedule_tlp (udx_stream_t *s) {
-  if (s->snd_una == s->snd_nxt || s->ca_state != UDX_CA_OPEN || s->sacked)
-    return false;
-
+static bool
+udx__tlp_arm (udx_stream_t *s) {
   uint64_t pto = s->srtt ? 2ull * s->srtt + UDX_TLP_EXTRA_US : UDX_US_PER_S;
   uint64_t at = s->now + pto;
   if (s->rto_at != UDX_NEVER && at > s->rto_at)
     at = s->rto_at;
   s->tlp_at = at;
   return true;
+}
+
+// RFC 8985 7.2: PTO = 2 srtt (+2 ms), at most the time left on the RTO.
+bool
+udx__schedule_tlp (udx_stream_t *s) {
+  if (s->snd_una == s->snd_nxt || s->ca_state != UDX_CA_OPEN || s->sacked)
+    return false;
+  return udx__tlp_arm(s);
+}
+
+// In recovery (or with SACKed packets) RACK finds a lost retransmission or
+// a lost tail only once something sent after it is delivered. When the
+// sender is stalled (nothing new may go, nothing waits for retransmission,
+// no RACK timer) a probe makes that happen in 2 srtt instead of an RTO of
+// at least 1 s (QUIC's PTO runs in any state: RFC 9002 6.2).
+void
+udx__schedule_tlp_stalled (udx_stream_t *s) {
+  if (s->tlp_at != UDX_NEVER || s->reo_at != UDX_NEVER || s->lost_pending || s->tlp_in_flight)
+    return;
+  if (s->snd_una == s->snd_nxt || (s->ca_state == UDX_CA_OPEN && s->sacked == 0))
+    return; // the ordinary TLP covers an open connection
+  // PTO as RFC 9002 6.2.1 (srtt + 4 rttvar; peers ACK at once, there is no
+  // delayed-ACK allowance to add), at least srtt/4 more than srtt.
+  uint64_t var = udx__max_u64(4ull * s->rttvar, udx__max_u64(s->srtt / 4, UDX_TLP_EXTRA_US));
+  uint64_t at = s->now + (s->srtt ? s->srtt + var : UDX_US_PER_S);
+  if (s->rto_at != UDX_NEVER && at > s->rto_at)
+    at = s->rto_at;
+  s->tlp_at = at;
 }
 
 void

@@ -14,6 +14,7 @@ udx__rate_on_send (udx_stream_t *s, udx_pkt_t *p) {
   p->first_sent_ts = s->first_sent_ts;
   p->delivered_ts = s->delivered_ts;
   p->delivered = s->delivered;
+  p->delivered_bytes = s->delivered_bytes;
   if (s->app_limited) {
     p->flags |= UDX_PKT_APP_LIMITED;
   } else {
@@ -27,6 +28,7 @@ udx__rate_on_delivered (udx_stream_t *s, udx_pkt_t *p, udx_rate_sample_t *rs) {
   if (!rs->has_prior || p->tx_order > rs->prior_tx_order) {
     rs->has_prior = true;
     rs->prior_delivered = p->delivered;
+    rs->prior_delivered_bytes = p->delivered_bytes;
     rs->prior_ts = p->delivered_ts;
     rs->prior_tx_order = p->tx_order;
     rs->is_app_limited = (p->flags & UDX_PKT_APP_LIMITED) != 0;
@@ -34,6 +36,16 @@ udx__rate_on_delivered (udx_stream_t *s, udx_pkt_t *p, udx_rate_sample_t *rs) {
     s->first_sent_ts = p->time_sent;
     rs->interval_us = (int64_t) (p->time_sent - p->first_sent_ts);
   }
+  // Late reports: a packet sent before one that an earlier ACK already
+  // delivered was delivered then too, but reported only now (a receiver
+  // that reports few SACK ranges, a lost ACK) -- or overtaken. Counted now
+  // it would inflate the rate of every sample whose interval starts after
+  // its real delivery, so the byte count that the bandwidth estimate uses
+  // leaves it out.
+  if (p->time_sent >= s->rate_ref_ts)
+    s->delivered_bytes += UDX_HEADER_SIZE + p->padding + p->len;
+  if (p->time_sent > s->delivered_max_ts)
+    s->delivered_max_ts = p->time_sent;
 }
 
 void
@@ -51,11 +63,20 @@ udx__rate_generate (udx_stream_t *s, uint32_t delivered, uint32_t lost, udx_rate
 
   if (!rs->has_prior) {
     rs->delivered = -1;
+    rs->delivered_bytes = -1;
     rs->interval_us = -1;
     return;
   }
 
   rs->delivered = (int64_t) (s->delivered - rs->prior_delivered);
+  rs->delivered_bytes = (int64_t) (s->delivered_bytes - rs->prior_delivered_bytes);
+
+  if (rs->delivered_bytes <= 0) {
+    rs->delivered = -1;
+    rs->delivered_bytes = -1;
+    rs->interval_us = -1;
+    return;
+  }
 
   int64_t snd_us = rs->interval_us;
   int64_t ack_us = s->now > rs->prior_ts ? (int64_t) (s->now - rs->prior_ts) : 0;

@@ -7,6 +7,11 @@
 #include "stream.h"
 #include "wire.h"
 
+// Coalesced ACKs: at most this many in-order packets wait for one ACK, so
+// a long receive batch still clocks the sender (loopback with GRO: ~1 per
+// 64 KiB, as Linux TCP acks a GRO super-packet).
+#define UDX_ACK_EVERY 32
+
 // How far above rcv_nxt a packet may be and still be buffered: the peer
 // cannot have more packets in flight than our window in packets (counting
 // payloads of at least 1024 bytes, below any real MTU) plus a margin. Beyond
@@ -262,10 +267,13 @@ udx__stream_recv (udx_stream_t *s, const uint8_t *buf, size_t len, uint64_t now)
   bool ack_now = false;
 
   if (type & UDX_FLAGS_DATA_OR_END) {
+    bool had_gap = s->nranges > 0;
     int got = udx__recv_data(s, &pkt);
-    // An ACK goes out for every DATA/END (as libudx), or once per batch for
-    // in-order data when acks are coalesced: gaps, duplicates and END at once.
-    if (s->ack_policy == UDX_ACK_EACH || got != 1 || (type & UDX_HEADER_END) || s->nranges > 0) {
+    // An ACK goes out for every DATA/END (as libudx), or, when acks are
+    // coalesced, once per receive batch and every UDX_ACK_EVERY in-order
+    // packets; at once for a gap, a duplicate, a filled gap and END
+    // (RFC 5681 4.2: out-of-order data is acked immediately).
+    if (s->ack_policy == UDX_ACK_EACH || got != 1 || (type & UDX_HEADER_END) || had_gap || s->nranges > 0 || ++s->acks_owed >= UDX_ACK_EVERY) {
       ack_now = true;
     } else {
       s->status |= UDX_S_ACK_NEEDED;

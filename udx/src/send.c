@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -41,7 +42,7 @@ udx__header (udx_stream_t *s, uint8_t *hdr, uint8_t type, uint8_t data_offset, c
 }
 
 void
-udx__send_emit (udx_stream_t *s, uint8_t slot, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt) {
+udx__send_emit (udx_stream_t *s, uint8_t slot, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt, bool queued) {
   struct iovec v[8];
   size_t len = hdr_len;
   v[0].iov_base = (void *) hdr;
@@ -55,7 +56,7 @@ udx__send_emit (udx_stream_t *s, uint8_t slot, const uint8_t *hdr, size_t hdr_le
   }
   s->stats.packets_sent++;
   s->stats.bytes_sent += len;
-  s->host->send(s, udx__remote_for(s, slot), v, n, len);
+  s->host->send(s, udx__remote_for(s, slot), v, n, len, queued);
 }
 
 // ACK: cumulative ack + as many SACK ranges as fit a base-MTU packet.
@@ -78,8 +79,9 @@ udx__send_ack (udx_stream_t *s) {
   udx__header(s, hdr, n ? UDX_HEADER_SACK : 0, 0, to, s->snd_nxt);
 
   struct iovec iov = {.iov_base = sacks, .iov_len = n * 8};
-  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), &iov, 1);
+  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), &iov, 1, false);
   s->status &= ~UDX_S_ACK_NEEDED;
+  s->acks_owed = 0;
 }
 
 void
@@ -89,7 +91,7 @@ udx__send_heartbeat (udx_stream_t *s) {
   uint8_t hdr[UDX_HEADER_SIZE];
   const udx_remote_t *to = &s->remote[s->cur_remote];
   udx__header(s, hdr, UDX_HEADER_HEARTBEAT, 0, to, s->snd_nxt);
-  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), NULL, 0);
+  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), NULL, 0, false);
 }
 
 // --- transmit-order list (RACK walks it oldest first), linked by seq
@@ -244,7 +246,9 @@ udx__transmit (udx_stream_t *s, udx_pkt_t *p, bool retransmit) {
   if (p->len)
     n += udx__bufq_iov(&s->sndq, p->off, p->len, iov + n, 4 - n);
 
-  udx__send_emit(s, p->remote, hdr, sizeof(hdr), iov, n);
+  // The payload is read from the send queue (and the padding from static
+  // zeros) when the host sends it: no copy here.
+  udx__send_emit(s, p->remote, hdr, sizeof(hdr), iov, n, true);
   udx__pacing_on_send(s, UDX_HEADER_SIZE + p->padding + p->len);
 }
 
@@ -280,7 +284,7 @@ udx__send_new (udx_stream_t *s, bool tlp) {
   if (tlp) {
     if (s->inflight >= udx__rwnd_pkts(s))
       return false;
-  } else if (!udx__window_allows_new(s) || s->tokens <= 0) {
+  } else if (!udx__window_allows_new(s) || s->tokens <= 0 || !udx__policy_allows(s)) {
     return false;
   }
   if (!udx__pkts_reserve(s))
@@ -319,6 +323,7 @@ udx__send_new (udx_stream_t *s, bool tlp) {
     s->progress_at = s->now;
 
   udx__transmit(s, p, false);
+  udx__policy_on_send(s, len);
   s->snd_pkt_off += len;
   s->snd_nxt++;
 
@@ -354,8 +359,12 @@ udx__tlp_send (udx_stream_t *s) {
     return true;
 
   udx_pkt_t *p = udx__pkt(s, s->snd_nxt - 1);
-  if (p == NULL || (p->flags & (UDX_PKT_LOST | UDX_PKT_SACKED)))
-    return false;
+  if (p == NULL || (p->flags & (UDX_PKT_LOST | UDX_PKT_SACKED))) {
+    // The last packet arrived: probe with the oldest transmission in flight.
+    p = s->inflight ? udx__pkt(s, s->tx_head) : NULL;
+    if (p == NULL)
+      return false;
+  }
 
   udx__retransmit(s, p);
   s->tlp_is_retrans = true;
@@ -387,12 +396,15 @@ udx__send_packets (udx_stream_t *s) {
 
   // Out of tokens with something to send: wake when the debt is paid.
   bool want = (s->lost_pending > 0 && s->inflight < s->cwnd) || (udx__has_new(s) && udx__window_allows_new(s));
+  if (!want)
+    udx__schedule_tlp_stalled(s);
   if (want && s->tokens <= 0 && s->pacing_rate > 0) {
     uint64_t wait = ((uint64_t) (1 - s->tokens) * UDX_US_PER_S + s->pacing_rate - 1) / s->pacing_rate;
     s->pace_at = s->now + (wait ? wait : 1);
   } else {
     s->pace_at = UDX_NEVER;
   }
+  udx__policy_after_send(s, udx__has_new(s));
 
   // Zero window with data waiting and nothing in flight: probe (ZWP).
   if (s->send_rwnd == 0 && s->snd_una == s->snd_nxt && udx__has_new(s)) {

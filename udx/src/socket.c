@@ -95,10 +95,7 @@ udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct socka
 static void
 udx__held_arm (udx_socket_t *sock, uint64_t now);
 
-static void
-udx__held_commit_tx (udx_socket_t *sock, udx_held_t *h);
-
-static void
+void
 udx__held_release (udx_socket_t *sock, bool only_next) {
   uint64_t now = udx__now();
   uint32_t keep = 0;
@@ -112,7 +109,7 @@ udx__held_release (udx_socket_t *sock, bool only_next) {
     if (h.rx) {
       udx__socket_dispatch(sock, h.buf, h.len, &h.addr, now);
     } else {
-      udx__held_commit_tx(sock, &h);
+      udx__held_commit_tx(sock, h.buf, h.len, &h.addr);
     }
     free(h.buf);
   }
@@ -142,7 +139,7 @@ udx__held_arm (udx_socket_t *sock, uint64_t now) {
   uv_timer_start(&sock->held_timer, udx__on_held_timer, ms, 0);
 }
 
-static bool
+bool
 udx__hold (udx_socket_t *sock, udx_fault_state_t *f, bool rx, const uint8_t *buf, size_t len, const struct sockaddr_storage *addr, uint64_t now) {
   if (sock->nheld >= UDX_HELD_MAX)
     return false;
@@ -158,150 +155,6 @@ udx__hold (udx_socket_t *sock, udx_fault_state_t *f, bool rx, const uint8_t *buf
   h->release_at = f->cfg.reorder_us ? now + f->cfg.reorder_us : 0;
   udx__held_arm(sock, now);
   return true;
-}
-
-// --- transmit queue
-
-static void
-udx__tx_list (udx_socket_t *sock) {
-  if (sock->tx_listed)
-    return;
-  sock->tx_listed = true;
-  sock->next_tx = sock->udx->tx_pending;
-  sock->udx->tx_pending = sock;
-}
-
-static udx_tx_slot_t *
-udx__tx_reserve (udx_socket_t *sock) {
-  if (sock->tx == NULL) {
-    sock->tx = malloc(UDX_TX_SLOTS * sizeof(udx_tx_slot_t));
-    if (sock->tx == NULL)
-      return NULL;
-  }
-  if (sock->tx_len == UDX_TX_SLOTS)
-    udx__socket_flush(sock);
-  if (sock->tx_len == UDX_TX_SLOTS)
-    return NULL;
-  return &sock->tx[(sock->tx_head + sock->tx_len) % UDX_TX_SLOTS];
-}
-
-static void
-udx__held_commit_tx (udx_socket_t *sock, udx_held_t *h) {
-  udx_tx_slot_t *slot = udx__tx_reserve(sock);
-  if (slot == NULL || h->len > UDX_TX_SLOT_SIZE)
-    return;
-  memcpy(slot->buf, h->buf, h->len);
-  slot->len = (uint32_t) h->len;
-  slot->to = h->addr;
-  slot->to_len = h->addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-  sock->tx_len++;
-  udx__tx_list(sock);
-}
-
-void
-udx__socket_queue (udx_socket_t *sock, const struct sockaddr *to, const struct iovec *iov, int iovcnt, size_t len, udx_fault_state_t *stream_fault) {
-  if (len > UDX_TX_SLOT_SIZE) {
-    sock->stats.send_err_msgsize++;
-    return;
-  }
-  udx_tx_slot_t *slot = udx__tx_reserve(sock);
-  if (slot == NULL) {
-    sock->stats.send_eagain++; // the socket stayed full: drop, the stream resends
-    return;
-  }
-
-  size_t off = 0;
-  for (int i = 0; i < iovcnt; i++) {
-    memcpy(slot->buf + off, iov[i].iov_base, iov[i].iov_len);
-    off += iov[i].iov_len;
-  }
-  slot->len = (uint32_t) len;
-  slot->to_len = udx__socket_dest(sock, to, &slot->to);
-
-  bool dup = false;
-  udx_fault_state_t *faults[3] = {sock->udx->fault, sock->fault, stream_fault};
-  for (int i = 0; i < 3; i++) {
-    if (faults[i] == NULL)
-      continue;
-    int err = 0;
-    uint64_t now = udx__now();
-    switch (udx__fault_decide(faults[i], UDX_FAULT_TX, now, slot->buf, len, &err)) {
-      case UDX_FAULT_DROP:
-        sock->stats.fault_dropped++;
-        return;
-      case UDX_FAULT_ERROR:
-        udx__socket_send_error(sock, err);
-        return;
-      case UDX_FAULT_HOLD:
-        if (udx__hold(sock, faults[i], false, slot->buf, len, &slot->to, now))
-          return;
-        break;
-      case UDX_FAULT_DUP:
-        dup = true;
-        break;
-      default:
-        break;
-    }
-  }
-
-  sock->tx_len++;
-  udx__tx_list(sock);
-
-  if (dup) {
-    udx_tx_slot_t *copy = udx__tx_reserve(sock);
-    if (copy) {
-      *copy = *slot;
-      sock->tx_len++;
-    }
-  }
-  if (sock->nheld)
-    udx__held_release(sock, true);
-}
-
-static void
-udx__socket_poll_update (udx_socket_t *sock);
-
-void
-udx__socket_flush (udx_socket_t *sock) {
-  if (sock->fd < 0) {
-    sock->tx_len = 0;
-    return;
-  }
-  while (sock->tx_len > 0) {
-    udx_tx_slot_t *batch[UDX_TX_SLOTS];
-    int n = 0;
-    while (n < (int) sock->tx_len && sock->tx_head + n < UDX_TX_SLOTS) {
-      batch[n] = &sock->tx[sock->tx_head + n];
-      n++;
-    }
-    int r = udx__sys_send_batch(sock->fd, batch, n);
-    if (r > 0) {
-      sock->stats.send_batches++;
-      sock->stats.packets_tx += (uint64_t) r;
-      for (int i = 0; i < r; i++)
-        sock->stats.bytes_tx += batch[i]->len;
-      sock->tx_head = (sock->tx_head + (uint32_t) r) % UDX_TX_SLOTS;
-      sock->tx_len -= (uint32_t) r;
-      continue;
-    }
-    if (r == UV_EAGAIN) {
-      // Socket buffer full: resume when writable.
-      sock->stats.send_eagain++;
-      if (!sock->want_writable) {
-        sock->want_writable = true;
-        udx__socket_poll_update(sock);
-      }
-      return;
-    }
-    // A transient (or other) error for the first datagram: drop it only.
-    udx__socket_send_error(sock, r);
-    sock->tx_head = (sock->tx_head + 1) % UDX_TX_SLOTS;
-    sock->tx_len--;
-  }
-  if (sock->want_writable) {
-    sock->want_writable = false;
-    udx__socket_poll_update(sock);
-  }
 }
 
 // --- receive path
@@ -321,7 +174,7 @@ udx__relay (udx_stream_t *s, uint8_t *buf, size_t len) {
     udx__write_u32(buf + 4, to->id); // only the id changes
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     if (to->socket)
-      udx__socket_queue(to->socket, (const struct sockaddr *) &to->addr, &iov, 1, len, dst->fault);
+      udx__socket_queue(to->socket, (const struct sockaddr *) &to->addr, &iov, 1, len, dst->fault, NULL);
   }
   if (udx__seq_gt(pkt.seq, s->snd_nxt))
     s->snd_nxt = pkt.seq;
@@ -416,15 +269,19 @@ udx__socket_rx (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_st
 void
 udx__socket_read (udx_socket_t *sock) {
   udx_t *udx = sock->udx;
-  size_t lens[UDX_RX_BATCH];
-  bool trunc[UDX_RX_BATCH];
+  udx_rx_msg_t msgs[UDX_RX_BATCH];
   int budget = UDX_RX_BUDGET;
+  size_t size = sock->gro ? UDX_RX_GRO_SIZE : UDX_RX_BUFFER_SIZE;
+  int batch = (int) (UDX_RX_AREA / size);
+  if (batch > UDX_RX_BATCH)
+    batch = UDX_RX_BATCH;
 
   // A bounded amount of work per readable event, so timers and acks of other
-  // streams are never starved by a flood.
+  // streams are never starved by a flood. Each datagram is processed right
+  // after its batch is read, in this same callback.
   while (budget > 0 && !sock->closing) {
-    int want = budget < UDX_RX_BATCH ? budget : UDX_RX_BATCH;
-    int n = udx__sys_recv_batch(sock->fd, udx->rx_bufs, udx->rx_addrs, lens, trunc, want);
+    int want = budget < batch ? budget : batch;
+    int n = udx__sys_recv_batch(sock->fd, udx->rx_bufs, size, udx->rx_addrs, msgs, want);
     if (n <= 0) {
       if (n < 0 && n != UV_EAGAIN)
         udx__log(udx, "recv failed (%s)", uv_err_name(n));
@@ -433,15 +290,25 @@ udx__socket_read (udx_socket_t *sock) {
     sock->stats.recv_batches++;
     for (int i = 0; i < n && !sock->closing; i++) {
       uint64_t now = udx__now();
-      sock->stats.packets_rx++;
-      sock->stats.bytes_rx += lens[i];
-      if (trunc[i]) {
-        sock->stats.truncated++; // a cut datagram would corrupt data: drop it
-        continue;
-      }
-      udx__socket_rx(sock, udx->rx_bufs + (size_t) i * UDX_RX_BUFFER_SIZE, lens[i], &udx->rx_addrs[i], now);
+      uint8_t *buf = udx->rx_bufs + (size_t) i * size;
+      // GRO: several datagrams of one flow, `seg` bytes each (the last may be shorter).
+      size_t seg = msgs[i].seg ? msgs[i].seg : msgs[i].len;
+      size_t off = 0;
+      if (msgs[i].seg)
+        sock->stats.rx_coalesced += (msgs[i].len + seg - 1) / seg;
+      do {
+        size_t len = msgs[i].len - off < seg ? msgs[i].len - off : seg;
+        sock->stats.packets_rx++;
+        sock->stats.bytes_rx += len;
+        budget--;
+        if (msgs[i].truncated || len > UDX_RX_BUFFER_SIZE) {
+          sock->stats.truncated++; // a cut datagram would corrupt data: drop it
+        } else {
+          udx__socket_rx(sock, buf + off, len, &udx->rx_addrs[i], now);
+        }
+        off += len;
+      } while (off < msgs[i].len && !sock->closing);
     }
-    budget -= n;
     if (n < want)
       break;
   }
@@ -461,7 +328,7 @@ udx__on_poll (uv_poll_t *h, int status, int events) {
   udx__settle(sock->udx);
 }
 
-static void
+void
 udx__socket_poll_update (udx_socket_t *sock) {
   if (!sock->polling || sock->closing)
     return;
@@ -534,6 +401,8 @@ udx_socket_bind (udx_socket_t *sock, const struct sockaddr *addr, unsigned flags
   udx__sys_set_buffers(fd);
   udx__sys_set_ttl(fd, family, sock->ttl);
   udx__sys_set_dontfrag(fd, family);
+  sock->gso = udx__sys_enable_gso(fd);
+  sock->gro = udx__sys_enable_gro(fd);
 
   int err = uv_poll_init_socket(sock->udx->loop, &sock->poll, fd);
   if (err < 0) {
@@ -587,7 +456,7 @@ udx_socket_send (udx_socket_t *sock, const void *buf, size_t len, const struct s
 
   if (ttl == 0 && len <= UDX_TX_SLOT_SIZE) {
     struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
-    udx__socket_queue(sock, to, &iov, 1, len, NULL);
+    udx__socket_queue(sock, to, &iov, 1, len, NULL, NULL);
     udx__socket_flush(sock);
     return 0;
   }
@@ -682,6 +551,10 @@ udx__on_socket_handle_closed (uv_handle_t *h) {
   if (sock->on_close)
     sock->on_close(sock);
   free(sock->tx);
+  free(sock->arena);
+  free(sock->tx_iov);
+  free(sock->tx_msgs);
+  free(sock->tx_cmsg);
   free(sock->fault);
   free(sock);
 }
@@ -715,7 +588,7 @@ udx_socket_close (udx_socket_t *sock) {
       *p = sock->next_tx;
     sock->tx_listed = false;
   }
-  sock->tx_len = 0;
+  udx__socket_tx_clear(sock);
 
   sock->nheld = 0;
   sock->nhandles = 1;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -20,6 +21,7 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
   s->now = now;
   s->cur_remote = 0;
 
+  s->ack_policy = UDX_ACK_BATCH;
   s->send_rwnd = UDX_DEFAULT_RWND_MAX; // assumed until the peer tells
   s->recv_rwnd_max = UDX_DEFAULT_RWND_MAX;
   udx__bufq_init(&s->sndq, 0);
@@ -48,6 +50,7 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
 
 void
 udx__stream_engine_free (udx_stream_t *s) {
+  udx__policy_free(s);
   udx__bufq_destroy(&s->sndq, s->pool);
   udx__bufq_destroy(&s->rdq, s->pool);
   for (uint32_t i = 0; i < s->ooo_cap; i++) {
@@ -171,7 +174,7 @@ udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t
   s->last_rwnd = rwnd;
   udx__wire_header(hdr, UDX_HEADER_MESSAGE, 0, to->id, rwnd, s->snd_nxt, s->rcv_nxt);
   struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
-  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), &iov, 1);
+  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), &iov, 1, false);
   return 0;
 }
 
@@ -190,7 +193,7 @@ udx__stream_destroy (udx_stream_t *s, uint64_t now) {
   uint8_t hdr[UDX_HEADER_SIZE];
   const udx_remote_t *to = &s->remote[s->cur_remote];
   udx__wire_header(hdr, UDX_HEADER_DESTROY, 0, to->id, udx__recv_rwnd(s), s->snd_nxt, s->rcv_nxt);
-  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), NULL, 0);
+  udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), NULL, 0, false);
   s->snd_nxt++;
   udx__stream_close(s, 0);
   return 1;

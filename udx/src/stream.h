@@ -31,9 +31,13 @@ typedef struct udx_remote_s {
 } udx_remote_t;
 
 typedef struct udx_host_s {
-  // Hands one datagram to the network. The iov memory is only valid during
-  // the call: the host copies (or sends) it before returning.
-  void (*send)(udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len);
+  // Hands one datagram to the network. iov[0] (the header) is only valid
+  // during the call. With `queued`, the other iovecs point into the stream's
+  // send queue (or static memory) and stay valid while s->tx_pins > 0: the
+  // host may keep them instead of copying, counting each datagram it keeps
+  // in s->tx_pins and calling udx__stream_unpin once it is sent or dropped.
+  // Without `queued` the host copies everything before returning.
+  void (*send)(udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len, bool queued);
   // The stream closed (s->close_status). The host delivers on_close and later
   // on_finalize, outside the engine call.
   void (*closed)(udx_stream_t *s);
@@ -59,6 +63,7 @@ struct udx_pkt_s {
   uint64_t first_sent_ts; // rate sampling (RFC draft-cheng-iccrg-delivery-rate)
   uint64_t delivered_ts;
   uint64_t delivered;
+  uint64_t delivered_bytes;
   uint64_t tx_order; // transmission counter: orders sends with equal timestamps
   uint32_t seq;
   uint32_t tx_prev; // transmit-order list, by seq
@@ -89,10 +94,12 @@ typedef struct udx_range_s {
 typedef struct udx_rate_sample_s {
   uint64_t prior_ts;
   uint64_t prior_delivered;
+  uint64_t prior_delivered_bytes;
   uint64_t prior_tx_order;
-  int64_t delivered;   // packets, -1 if invalid
-  int64_t interval_us; // -1 if invalid
-  int64_t rtt_us;      // -1 if none
+  int64_t delivered;       // packets, -1 if invalid
+  int64_t delivered_bytes; // datagram bytes, -1 if invalid
+  int64_t interval_us;     // -1 if invalid
+  int64_t rtt_us;          // -1 if none
   uint32_t acked_sacked;
   uint32_t losses;
   bool has_prior;
@@ -147,12 +154,14 @@ struct udx_stream_s {
   uint32_t snd_nxt;
   uint32_t snd_wl1;
   uint32_t snd_wl2;
-  uint32_t send_rwnd;   // bytes, peer's window
-  udx_bufq_t sndq;      // bytes written, not yet acked
-  uint64_t snd_pkt_off; // next byte to packetise
-  uint64_t end_off;     // write_end position
-  uint64_t bytes_acked; // total bytes delivered (cumulative or sacked)
-  uint64_t flush_off;   // on_flush owed when everything below this is acked
+  uint32_t send_rwnd;     // bytes, peer's window
+  udx_bufq_t sndq;        // bytes written, not yet acked
+  uint64_t snd_pkt_off;   // next byte to packetise
+  uint64_t end_off;       // write_end position
+  uint64_t bytes_acked;   // total bytes delivered (cumulative or sacked)
+  uint64_t flush_off;     // on_flush owed when everything below this is acked
+  uint64_t snd_acked_off; // bytes below are acked; released from sndq when tx_pins is 0
+  uint32_t tx_pins;       // datagrams the host holds that point into sndq
 
   udx_pkt_t *pkts; // outgoing ring indexed by seq
   uint32_t pkts_cap;
@@ -205,10 +214,14 @@ struct udx_stream_s {
   // delivery rate
   uint64_t tx_count; // transmissions so far (tx_order source)
   uint64_t delivered;
+  uint64_t delivered_bytes; // datagram bytes (header, padding, payload), late reports left out
   uint64_t delivered_ts;
   uint64_t first_sent_ts;
   uint64_t app_limited; // 0 = not app limited, else delivered mark
   uint64_t lost;
+  uint64_t lost_sampled;     // `lost` at the last rate sample
+  uint64_t delivered_max_ts; // latest send time of a delivered packet
+  uint64_t rate_ref_ts;      // delivered_max_ts before the current ACK (late reports)
 
   // congestion control (BBR) and pacing
   uint32_t cwnd;
@@ -226,6 +239,7 @@ struct udx_stream_s {
   uint8_t mtu_state;
   uint8_t mtu_probe_count;
   bool mtu_probe_wanted;
+  bool mtu_stepping;   // a jump was lost: steps of UDX_MTU_STEP
   uint32_t change_seq; // change_remote completes when acked past this
 
   // --- receive side
@@ -243,6 +257,7 @@ struct udx_stream_s {
   uint64_t read_limit; // 0 = unlimited
   uint32_t last_rwnd;  // last advertised
   int ack_policy;
+  uint32_t acks_owed; // in-order packets received since the last ACK
 
   // --- relay
   udx_stream_t *relay_to;
@@ -253,6 +268,8 @@ struct udx_stream_s {
   uint32_t trace_ms;
 
   udx_stream_stats_t stats;
+
+  struct udx_policy_s *policy; // limiters (policy.c), NULL if none
 
   // --- io fields: the engine never touches these
   uv_timer_t timer;
@@ -325,6 +342,10 @@ udx__stream_close (udx_stream_t *s, int status);
 void
 udx__stream_refresh_stats (udx_stream_t *s);
 
+// The host is done with one datagram it kept (see udx_host_t.send).
+void
+udx__stream_unpin (udx_stream_t *s);
+
 // --- internal helpers shared between engine files
 
 static inline uint32_t
@@ -366,7 +387,7 @@ void
 udx__send_packets (udx_stream_t *s);
 
 void
-udx__send_emit (udx_stream_t *s, uint8_t remote, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt);
+udx__send_emit (udx_stream_t *s, uint8_t remote, const uint8_t *hdr, size_t hdr_len, const struct iovec *iov, int iovcnt, bool queued);
 
 void
 udx__retransmit_queue_push (udx_stream_t *s, udx_pkt_t *p);
@@ -388,6 +409,9 @@ udx__rearm_rto (udx_stream_t *s);
 
 bool
 udx__schedule_tlp (udx_stream_t *s);
+
+void
+udx__schedule_tlp_stalled (udx_stream_t *s);
 
 bool
 udx__tlp_send (udx_stream_t *s);

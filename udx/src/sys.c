@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,7 +17,7 @@
 #include "io.h"
 
 static const int udx__sndbuf = 212992;
-static const int udx__rcvbufs[] = {1048576, 524288, 262144, 212992};
+static const int udx__rcvbufs[] = {4194304, 2097152, 1048576, 524288, 262144, 212992};
 
 int
 udx__sys_socket (int family, bool ipv6only, bool reuseaddr) {
@@ -117,20 +119,26 @@ udx__sys_link_mtu (const struct sockaddr *addr) {
 }
 
 int
-udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size_t *lens, bool *truncated, int n) {
+udx__sys_recv_batch (int fd, uint8_t *bufs, size_t size, struct sockaddr_storage *addrs, udx_rx_msg_t *out, int n) {
 #ifdef __linux__
   struct mmsghdr msgs[UDX_RX_BATCH];
   struct iovec iov[UDX_RX_BATCH];
+  union {
+    struct cmsghdr h;
+    uint8_t buf[CMSG_SPACE(sizeof(int))];
+  } ctl[UDX_RX_BATCH];
   if (n > UDX_RX_BATCH)
     n = UDX_RX_BATCH;
   for (int i = 0; i < n; i++) {
-    iov[i].iov_base = bufs + (size_t) i * UDX_RX_BUFFER_SIZE;
-    iov[i].iov_len = UDX_RX_BUFFER_SIZE;
+    iov[i].iov_base = bufs + (size_t) i * size;
+    iov[i].iov_len = size;
     memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
     msgs[i].msg_hdr.msg_name = &addrs[i];
     msgs[i].msg_hdr.msg_namelen = sizeof(addrs[i]);
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
+    msgs[i].msg_hdr.msg_control = ctl[i].buf;
+    msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
   }
   int r;
   do {
@@ -139,14 +147,26 @@ udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size
   if (r < 0)
     return uv_translate_sys_error(errno);
   for (int i = 0; i < r; i++) {
-    lens[i] = msgs[i].msg_len;
-    truncated[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+    struct msghdr *h = &msgs[i].msg_hdr;
+    out[i].len = msgs[i].msg_len;
+    out[i].truncated = (h->msg_flags & MSG_TRUNC) != 0;
+    out[i].seg = 0;
+#ifdef UDP_GRO
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+      if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+        int seg;
+        memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+        if (seg > 0 && (size_t) seg < out[i].len)
+          out[i].seg = (size_t) seg;
+      }
+    }
+#endif
   }
   return r;
 #else
   int got = 0;
   while (got < n) {
-    struct iovec iov = {bufs + (size_t) got * UDX_RX_BUFFER_SIZE, UDX_RX_BUFFER_SIZE};
+    struct iovec iov = {bufs + (size_t) got * size, size};
     struct msghdr h;
     memset(&h, 0, sizeof(h));
     h.msg_name = &addrs[got];
@@ -161,8 +181,9 @@ udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size
         break;
       return uv_translate_sys_error(errno);
     }
-    lens[got] = (size_t) r;
-    truncated[got] = (h.msg_flags & MSG_TRUNC) != 0;
+    out[got].len = (size_t) r;
+    out[got].seg = 0;
+    out[got].truncated = (h.msg_flags & MSG_TRUNC) != 0;
     got++;
   }
   return got;
@@ -170,21 +191,8 @@ udx__sys_recv_batch (int fd, uint8_t *bufs, struct sockaddr_storage *addrs, size
 }
 
 int
-udx__sys_send_batch (int fd, udx_tx_slot_t *const *slots, int n) {
+udx__sys_send_msgs (int fd, udx_mmsg_t *msgs, int n) {
 #ifdef __linux__
-  struct mmsghdr msgs[UDX_TX_SLOTS];
-  struct iovec iov[UDX_TX_SLOTS];
-  if (n > UDX_TX_SLOTS)
-    n = UDX_TX_SLOTS;
-  for (int i = 0; i < n; i++) {
-    iov[i].iov_base = slots[i]->buf;
-    iov[i].iov_len = slots[i]->len;
-    memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
-    msgs[i].msg_hdr.msg_name = &slots[i]->to;
-    msgs[i].msg_hdr.msg_namelen = slots[i]->to_len;
-    msgs[i].msg_hdr.msg_iov = &iov[i];
-    msgs[i].msg_hdr.msg_iovlen = 1;
-  }
   int r;
   do {
     r = sendmmsg(fd, msgs, (unsigned) n, MSG_DONTWAIT);
@@ -196,11 +204,65 @@ udx__sys_send_batch (int fd, udx_tx_slot_t *const *slots, int n) {
   for (int i = 0; i < n; i++) {
     ssize_t r;
     do {
-      r = sendto(fd, slots[i]->buf, slots[i]->len, 0, (struct sockaddr *) &slots[i]->to, slots[i]->to_len);
+      r = sendmsg(fd, &msgs[i].msg_hdr, 0);
     } while (r < 0 && errno == EINTR);
     if (r < 0)
       return i > 0 ? i : uv_translate_sys_error(errno);
   }
   return n;
+#endif
+}
+
+void
+udx__sys_gso_cmsg (struct msghdr *h, udx_gso_cmsg_t *c, uint16_t gso_size) {
+#if defined(__linux__) && defined(UDP_SEGMENT)
+  memset(c, 0, sizeof(*c));
+  h->msg_control = c->buf;
+  h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+  struct cmsghdr *cm = CMSG_FIRSTHDR(h);
+  cm->cmsg_level = IPPROTO_UDP;
+  cm->cmsg_type = UDP_SEGMENT;
+  cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+  memcpy(CMSG_DATA(cm), &gso_size, sizeof(gso_size));
+#else
+  (void) h;
+  (void) c;
+  (void) gso_size;
+#endif
+}
+
+#if defined(__linux__) && (defined(UDP_SEGMENT) || defined(UDP_GRO))
+// UDX_GSO=0 / UDX_GRO=0 in the environment turn the offloads off (for
+// measurements).
+static bool
+udx__sys_env_on (const char *name) {
+  const char *e = getenv(name);
+  return !(e && strcmp(e, "0") == 0);
+}
+#endif
+
+bool
+udx__sys_enable_gso (int fd) {
+#if defined(__linux__) && defined(UDP_SEGMENT)
+  if (!udx__sys_env_on("UDX_GSO"))
+    return false;
+  int zero = 0; // per-message sizes come in control data
+  return setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+#else
+  (void) fd;
+  return false;
+#endif
+}
+
+bool
+udx__sys_enable_gro (int fd) {
+#if defined(__linux__) && defined(UDP_GRO)
+  if (!udx__sys_env_on("UDX_GRO"))
+    return false;
+  int one = 1;
+  return setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+#else
+  (void) fd;
+  return false;
 #endif
 }

@@ -130,11 +130,11 @@ udx__idmap_del (udx_idmap_t *m, uint32_t id) {
 // --- host interface for the engine
 
 static void
-udx__host_send (udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len) {
+udx__host_send (udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len, bool queued) {
   udx_socket_t *sock = to->socket;
   if (sock == NULL || sock->closing || !sock->bound)
     return;
-  udx__socket_queue(sock, (const struct sockaddr *) &to->addr, iov, iovcnt, len, s->fault);
+  udx__socket_queue(sock, (const struct sockaddr *) &to->addr, iov, iovcnt, len, s->fault, queued ? s : NULL);
 }
 
 static void
@@ -219,6 +219,7 @@ udx__on_stream_timer_closed (uv_handle_t *h) {
   }
   if (s->cb.on_finalize)
     s->cb.on_finalize(s);
+  udx__tx_forget_stream(udx, s);
   udx__stream_engine_free(s);
   free(s->fault);
   free(s);
@@ -316,7 +317,7 @@ udx_init (uv_loop_t *loop, udx_t **out) {
   udx_t *udx = calloc(1, sizeof(*udx));
   if (udx == NULL)
     return UV_ENOMEM;
-  udx->rx_bufs = malloc((size_t) UDX_RX_BATCH * UDX_RX_BUFFER_SIZE);
+  udx->rx_bufs = malloc(UDX_RX_AREA);
   if (udx->rx_bufs == NULL) {
     free(udx);
     return UV_ENOMEM;

@@ -72,20 +72,18 @@ heap_pop (sim_t *sim) {
 
 // --- host callbacks
 
-static void
-sim_host_send (udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len) {
-  sim_port_t *port = to->socket;
-  sim_t *sim = port->sim;
-  int from = port->from;
-  sim_link_t *link = &sim->link[from];
+typedef struct sim_pending_s {
+  udx_stream_t *s;
+  int from;
+  uint8_t hdr[UDX_HEADER_SIZE];
+  struct iovec iov[8];
+  int iovcnt;
+  size_t len;
+} sim_pending_t;
 
-  uint8_t *buf = malloc(len ? len : 1);
-  size_t off = 0;
-  for (int i = 0; i < iovcnt; i++) {
-    memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
-    off += iov[i].iov_len;
-  }
-  UDX_UNUSED(s);
+static void
+sim_link_send (sim_t *sim, int from, uint8_t *buf, size_t len) {
+  sim_link_t *link = &sim->link[from];
 
   if (sim->tap)
     sim->tap(sim->tap_ctx, from, buf, len);
@@ -101,15 +99,18 @@ sim_host_send (udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov,
     drop = true;
   if (!drop && link->filter && link->filter(link->filter_ctx, buf, len))
     drop = true;
+  if (!drop && link->rewrite)
+    len = link->rewrite(link->filter_ctx, buf, len);
 
   uint64_t depart = now;
   if (!drop && link->rate) {
     uint64_t start = link->busy_until > now ? link->busy_until : now;
     uint64_t backlog = (start - now) * link->rate / UDX_US_PER_S;
-    if (link->queue_bytes && backlog + len > link->queue_bytes) {
+    uint64_t wire = len + link->overhead;
+    if (link->queue_bytes && backlog + wire > link->queue_bytes) {
       drop = true;
     } else {
-      link->busy_until = start + (len * UDX_US_PER_S + link->rate - 1) / link->rate;
+      link->busy_until = start + (wire * UDX_US_PER_S + link->rate - 1) / link->rate;
       depart = link->busy_until;
     }
   }
@@ -135,6 +136,82 @@ sim_host_send (udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov,
     heap_push(sim, (sim_event_t){.at = at + 1, .to = 1 - from, .len = len, .buf = copy});
   }
   heap_push(sim, (sim_event_t){.at = at, .to = 1 - from, .len = len, .buf = buf});
+}
+
+static void
+sim_host_send (udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov, int iovcnt, size_t len, bool queued) {
+  sim_port_t *port = to->socket;
+  sim_t *sim = port->sim;
+
+  if (sim->zero_copy && queued && iovcnt <= 8 && iov[0].iov_len <= UDX_HEADER_SIZE) {
+    if (sim->npending == sim->pending_cap) {
+      sim->pending_cap = sim->pending_cap ? sim->pending_cap * 2 : 256;
+      sim->pending = realloc(sim->pending, sim->pending_cap * sizeof(sim_pending_t));
+    }
+    if (sim->npending == 0)
+      sim->pending_since = sim->now;
+    sim_pending_t *p = &sim->pending[sim->npending++];
+    p->s = s;
+    p->from = port->from;
+    memcpy(p->hdr, iov[0].iov_base, iov[0].iov_len);
+    p->iov[0].iov_base = p->hdr;
+    p->iov[0].iov_len = iov[0].iov_len;
+    for (int i = 1; i < iovcnt; i++)
+      p->iov[i] = iov[i];
+    p->iovcnt = iovcnt;
+    p->len = len;
+    s->tx_pins++;
+    return;
+  }
+
+  uint8_t *buf = malloc(len ? len : 1);
+  size_t off = 0;
+  for (int i = 0; i < iovcnt; i++) {
+    memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+    off += iov[i].iov_len;
+  }
+  sim_link_send(sim, port->from, buf, len);
+}
+
+// A kept payload must still be in the stream's send queue when it is read.
+static bool
+sim_iov_held (const udx_stream_t *s, const struct iovec *v) {
+  const udx_bufq_t *q = &s->sndq;
+  const uint8_t *b = v->iov_base;
+  for (uint32_t i = 0; i < q->n; i++) {
+    const uint8_t *c = q->chunks[(q->first + i) & (q->cap - 1)];
+    if (b >= c && b + v->iov_len <= c + UDX_CHUNK_SIZE)
+      return true;
+  }
+  return false;
+}
+
+// The end of a step: pinned datagrams are read now, then let go.
+static void
+sim_flush_pending (sim_t *sim) {
+  // held a while (a full socket), but never while nothing else moves
+  if (sim->npending && sim->now < sim->pending_since + sim->zero_copy_hold_us && sim->heap_len > 0)
+    return;
+  for (uint32_t i = 0; i < sim->npending; i++) {
+    sim_pending_t *p = &sim->pending[i];
+    for (int k = 1; k < p->iovcnt; k++) {
+      const uint8_t *b = p->iov[k].iov_base;
+      bool zeros = b[0] == 0 && p->hdr[3] != 0 && k == 1; // MTU probe padding
+      if (!zeros && !sim_iov_held(p->s, &p->iov[k])) {
+        fprintf(stderr, "sim: a kept payload left the send queue before it was sent\n");
+        exit(1);
+      }
+    }
+    uint8_t *buf = malloc(p->len ? p->len : 1);
+    size_t off = 0;
+    for (int k = 0; k < p->iovcnt; k++) {
+      memcpy(buf + off, p->iov[k].iov_base, p->iov[k].iov_len);
+      off += p->iov[k].iov_len;
+    }
+    udx__stream_unpin(p->s);
+    sim_link_send(sim, p->from, buf, p->len);
+  }
+  sim->npending = 0;
 }
 
 static void
@@ -281,6 +358,7 @@ sim_destroy (sim_t *sim) {
   while (sim->heap_len)
     free(heap_pop(sim).buf);
   free(sim->heap);
+  free(sim->pending);
   udx__pool_destroy(&sim->pool);
 }
 
@@ -398,6 +476,7 @@ sim_settle (sim_t *sim) {
         a->max_held = held;
     }
   }
+  sim_flush_pending(sim);
 }
 
 static uint64_t

@@ -18,6 +18,7 @@ typedef struct sim_link_s {
   uint64_t delay_us;
   uint64_t rate;        // bytes/s, 0 = unlimited
   uint64_t queue_bytes; // bottleneck buffer, 0 = unlimited
+  uint32_t overhead;    // bytes added to each datagram for rate and queue (28: IPv4 + UDP)
   double loss;
   double dup;
   double reorder;
@@ -29,6 +30,8 @@ typedef struct sim_link_s {
   uint64_t batch_us; // arrivals rounded up to a multiple: receive batches
   // optional: return true to drop this datagram
   bool (*filter)(void *ctx, const uint8_t *buf, size_t len);
+  // optional: rewrites a datagram in place (returns its new length)
+  size_t (*rewrite)(void *ctx, uint8_t *buf, size_t len);
   void *filter_ctx;
   // counters
   uint64_t sent;
@@ -83,6 +86,14 @@ struct sim_s {
   uint32_t heap_cap;
   uint64_t heap_order;
   uint64_t raw[2]; // datagrams for unknown ids
+  // Zero copy, as the io layer: DATA payloads stay in the send queue (the
+  // stream's tx_pins held) and are read only at the end of the step.
+  bool zero_copy;
+  uint64_t zero_copy_hold_us; // and held this long (a full socket)
+  uint64_t pending_since;
+  struct sim_pending_s *pending;
+  uint32_t npending;
+  uint32_t pending_cap;
   // optional tap: sees every datagram sent (before link effects)
   void (*tap)(void *ctx, int from, const uint8_t *buf, size_t len);
   void *tap_ctx;

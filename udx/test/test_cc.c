@@ -129,13 +129,14 @@ test_pacing_burst_cap (void) {
   sim_destroy(&sim);
 }
 
-// --- MTU search: 1200 -> 1500 in steps of 32 with padded probes.
+// --- MTU search: 1200 -> 1424 -> 1500 with padded probes (a jump of 224,
+// the most a 255-byte padding covers, then the rest).
 
 static void
 test_mtu_search (void) {
   sim_t sim;
   sim_init(&sim, 3);
-  sim.link[0].rate = 5000000; // long enough for the ten probe round trips
+  sim.link[0].rate = 5000000;
   tap_t tap;
   tap_attach(&sim, &tap);
   pair_t p = pair_ex(&sim, 1500, false);
@@ -145,7 +146,8 @@ test_mtu_search (void) {
   CHECK_EQ(p.a->mtu, 1500);
   CHECK_EQ(p.a->mtu_state, UDX_MTU_STATE_COMPLETE);
   CHECK_EQ(p.a->stats.max_payload, 1452);
-  CHECK(tap.probes[0] >= 9); // 1232 .. 1488, 1500
+  CHECK_EQ(tap.probes[0], 2); // 1424, 1500
+  CHECK(!p.a->mtu_stepping);
   CHECK_EQ(tap.max_len[0], 1500 - 28);
   sim_destroy(&sim);
 }
@@ -189,6 +191,32 @@ test_mtu_probes_lost (void) {
   CHECK_EQ(p.a->mtu_state, UDX_MTU_STATE_COMPLETE);
   CHECK_EQ(p.a->mtu_probe_count, 3);
   CHECK_EQ(p.a->stats.fast_recoveries, 0); // a lost probe is not congestion
+  sim_destroy(&sim);
+}
+
+// A path MTU the jump overshoots (1400): the lost jump falls back to steps
+// of 32 from 1200; 1424 is then lost 3 times and the search ends at 1392.
+static bool
+drop_over_1400 (void *ctx, const uint8_t *buf, size_t len) {
+  UDX_UNUSED(ctx);
+  UDX_UNUSED(buf);
+  return len + 28 > 1400;
+}
+
+static void
+test_mtu_jump_fallback (void) {
+  sim_t sim;
+  sim_init(&sim, 9);
+  sim.link[0].rate = 5000000;
+  sim.link[0].filter = drop_over_1400;
+  pair_t p = pair_ex(&sim, 1500, false);
+  sim_app_expect(p.b, 1, 4 << 20);
+  sim_app_write(p.a, 1, 4 << 20, true);
+  CHECK(sim_run(&sim, eof_b, &p, 30 * UDX_US_PER_S));
+  CHECK(p.a->mtu_stepping);
+  CHECK_EQ(p.a->mtu, 1392);
+  CHECK_EQ(p.a->mtu_state, UDX_MTU_STATE_COMPLETE);
+  CHECK_EQ(p.a->stats.fast_recoveries, 0); // lost probes are not congestion
   sim_destroy(&sim);
 }
 
@@ -239,6 +267,7 @@ static const test_case_t cases[] = {
     {"mtu_search", test_mtu_search},
     {"mtu_ipv6", test_mtu_ipv6},
     {"mtu_probes_lost", test_mtu_probes_lost},
+    {"mtu_jump_fallback", test_mtu_jump_fallback},
     {"mtu_link_cap", test_mtu_link_cap},
     {"accept_probe", test_accept_probe},
     {NULL, NULL},

@@ -99,48 +99,6 @@ test_rto_backoff (void) {
   sim_destroy(&sim);
 }
 
-// Drops the first n transmissions of one DATA seq (all its copies: the
-// original, TLP and RTO retransmissions).
-typedef struct {
-  uint32_t seq;
-  int n;
-  int dropped;
-} drop_n_t;
-
-static bool
-drop_n_filter (void *ctx, const uint8_t *buf, size_t len) {
-  drop_n_t *d = ctx;
-  udx_wire_pkt_t p;
-  if (udx__wire_decode(buf, len, &p) != UDX_WIRE_OK || !(p.type & UDX_FLAGS_DATA_OR_END) || p.seq != d->seq)
-    return false;
-  if (d->dropped >= d->n)
-    return false;
-  d->dropped++;
-  return true;
-}
-
-// With the give-up time, a packet still gets about six retransmissions
-// (libudx's rule of 6 RTO timeouts): losing five copies of the last packet
-// in a row is survived. Exponential backoff alone (1, 3, 7 s, then the 13 s
-// give-up) allowed three, so at 20 % loss about one tail loss in 600 killed
-// the stream (seen in make soak).
-static void
-test_rto_attempts_before_give_up (void) {
-  sim_t sim;
-  sim_init(&sim, 16);
-  drop_n_t d = {.seq = 6, .n = 5};
-  sim.link[0].filter = drop_n_filter;
-  sim.link[0].filter_ctx = &d;
-  pair_t p = pair(&sim);
-  sim_app_expect(p.b, 3, 10 * 1000);
-  sim_app_write(p.a, 3, 10 * 1000, true); // 7 packets of 1452 bytes: seq 6 is the last
-  CHECK(sim_run(&sim, eof_b, &p, 30 * UDX_US_PER_S));
-  CHECK_EQ(d.dropped, 5);
-  CHECK_EQ(sim_app(p.a)->closed, 0);
-  CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
-  sim_destroy(&sim);
-}
-
 // A lost packet mid-stream is repaired by RACK within about an RTT: fast
 // recovery, no RTO.
 static void
@@ -181,6 +139,71 @@ test_tlp (void) {
   CHECK(p.a->stats.tlp_count >= 1);
   CHECK_EQ(p.a->stats.rto_count, 0);
   CHECK(sim.now - t0 < 200000); // RTO would be 1 s
+  sim_destroy(&sim);
+}
+
+// Drops the first `times` transmissions of one seq.
+typedef struct {
+  uint32_t seq;
+  int times;
+  int dropped;
+} drop_n_t;
+
+static bool
+drop_n_filter (void *ctx, const uint8_t *buf, size_t len) {
+  drop_n_t *d = ctx;
+  udx_wire_pkt_t p;
+  if (udx__wire_decode(buf, len, &p) != UDX_WIRE_OK || !(p.type & UDX_FLAGS_DATA_OR_END))
+    return false;
+  if (p.seq != d->seq || d->dropped >= d->times)
+    return false;
+  d->dropped++;
+  return true;
+}
+
+// In recovery with nothing new to send, a lost retransmission is found by a
+// probe after srtt + 4 rttvar (RFC 9002 6.2), not by the RTO (1 s): RACK
+// alone cannot, nothing is sent after it. Packets 0..8; seq 3 and its first
+// retransmission are lost.
+static void
+test_tlp_in_recovery (void) {
+  sim_t sim;
+  sim_init(&sim, 9);
+  drop_n_t d = {.seq = 3, .times = 2};
+  sim.link[0].filter = drop_n_filter;
+  sim.link[0].filter_ctx = &d;
+  pair_t p = pair(&sim);
+  sim_app_expect(p.b, 3, 10000);
+  uint64_t t0 = sim.now;
+  sim_app_write(p.a, 3, 10000, true);
+  CHECK(sim_run(&sim, eof_b, &p, 5 * UDX_US_PER_S));
+  CHECK_EQ(d.dropped, 2);
+  CHECK(p.a->stats.fast_recoveries >= 1);
+  CHECK(p.a->stats.tlp_count >= 1);
+  CHECK_EQ(p.a->stats.rto_count, 0);
+  CHECK(sim.now - t0 < 200000); // the RTO would be 1 s
+  sim_destroy(&sim);
+}
+
+// With the give-up time, a packet still gets about six retransmissions
+// (libudx's rule of 6 RTO timeouts): losing six copies of the last packet
+// in a row (the original, probes, retransmissions) is survived. Exponential backoff alone (1, 3, 7 s, then the 13 s
+// give-up) allowed three, so at 20 % loss about one tail loss in 600 killed
+// the stream (seen in make soak).
+static void
+test_rto_attempts_before_give_up (void) {
+  sim_t sim;
+  sim_init(&sim, 16);
+  drop_n_t d = {.seq = 6, .times = 6};
+  sim.link[0].filter = drop_n_filter;
+  sim.link[0].filter_ctx = &d;
+  pair_t p = pair(&sim);
+  sim_app_expect(p.b, 3, 10 * 1000);
+  sim_app_write(p.a, 3, 10 * 1000, true); // 7 packets of 1452 bytes: seq 6 is the last
+  CHECK(sim_run(&sim, eof_b, &p, 30 * UDX_US_PER_S));
+  CHECK_EQ(d.dropped, 6);
+  CHECK_EQ(sim_app(p.a)->closed, 0);
+  CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
   sim_destroy(&sim);
 }
 
@@ -405,6 +428,7 @@ static const test_case_t cases[] = {
     {"rto_attempts_before_give_up", test_rto_attempts_before_give_up},
     {"rack_fast_recovery", test_rack_fast_recovery},
     {"tlp", test_tlp},
+    {"tlp_in_recovery", test_tlp_in_recovery},
     {"zero_window", test_zero_window},
     {"zero_window_dead_peer", test_zero_window_dead_peer},
     {"slow_reader", test_slow_reader},

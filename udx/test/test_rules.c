@@ -40,6 +40,7 @@ test_ack_each (void) {
   tap_t tap;
   tap_attach(&sim, &tap);
   pair_t p = pair(&sim);
+  p.b->ack_policy = UDX_ACK_EACH;
   sim_app_expect(p.b, 3, 100000);
   sim_app_write(p.a, 3, 100000, true);
   CHECK(sim_run(&sim, eof_b, &p, 5 * UDX_US_PER_S));
@@ -50,7 +51,7 @@ test_ack_each (void) {
   sim_destroy(&sim);
 }
 
-// UDX_ACK_BATCH: one ACK per receive batch for in-order data.
+// UDX_ACK_BATCH (the default): one ACK per receive batch for in-order data.
 static void
 test_ack_batch (void) {
   sim_t sim;
@@ -59,13 +60,73 @@ test_ack_batch (void) {
   tap_attach(&sim, &tap);
   sim.link[0].batch_us = 1000; // arrivals come in bursts (like GRO / recvmmsg)
   pair_t p = pair(&sim);
-  p.b->ack_policy = UDX_ACK_BATCH;
+  CHECK_EQ(p.b->ack_policy, UDX_ACK_BATCH);
   sim_app_expect(p.b, 3, 1 << 20);
   sim_app_write(p.a, 3, 1 << 20, true);
   sim_app_write(p.b, 0, 0, true);
   CHECK(sim_run(&sim, both_closed, &p, 10 * UDX_US_PER_S));
   CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
   CHECK(tap.acks[1] * 2 < tap.data[0]);
+  sim_destroy(&sim);
+}
+
+// Coalesced ACKs, rule by rule (datagrams injected within one step, so
+// only the rules, not the end of the batch, send an ACK):
+static void
+test_ack_coalescing_rules (void) {
+  sim_t sim;
+  sim_init(&sim, 5);
+  tap_t tap;
+  tap_attach(&sim, &tap);
+  udx_stream_t *b = sim_stream(&sim, 1, 2);
+  udx_stream_t *a = sim_stream(&sim, 0, 1);
+  sim_connect(&sim, b, 1);
+  sim_connect(&sim, a, 2);
+  sim_app(b)->reading = false;
+  uint8_t pkt[64];
+  uint8_t byte = 7;
+#define INJECT(type, seq)                                             \
+  do {                                                                \
+    size_t n_ = mk_pkt(pkt, (type), 0, 2, 65536, (seq), 0, &byte, 1); \
+    sim_inject(&sim, 1, pkt, n_);                                     \
+  } while (0)
+
+  // in-order data waits for the end of the batch ...
+  for (uint32_t seq = 0; seq < 10; seq++)
+    INJECT(UDX_HEADER_DATA, seq);
+  CHECK_EQ(tap.acks[1], 0);
+  sim_advance(&sim, 1); // the end of the step
+  CHECK_EQ(tap.acks[1], 1);
+  // ... or for 32 packets
+  for (uint32_t seq = 10; seq < 10 + 32; seq++)
+    INJECT(UDX_HEADER_DATA, seq);
+  CHECK_EQ(tap.acks[1], 2);
+  // a duplicate: at once
+  INJECT(UDX_HEADER_DATA, 5);
+  CHECK_EQ(tap.acks[1], 3);
+  // a gap (seq 43 with 42 missing): at once, with SACK
+  INJECT(UDX_HEADER_DATA, 43);
+  CHECK_EQ(tap.acks[1], 4);
+  CHECK_EQ(tap.sack_acks[1], 1);
+  INJECT(UDX_HEADER_DATA, 45);
+  CHECK_EQ(tap.acks[1], 5);
+  // filling a gap: at once (42 fills the first, 44 the second)
+  INJECT(UDX_HEADER_DATA, 42);
+  CHECK_EQ(tap.acks[1], 6);
+  INJECT(UDX_HEADER_DATA, 44);
+  CHECK_EQ(tap.acks[1], 7);
+  CHECK_EQ(b->rcv_nxt, 46);
+  CHECK_EQ(b->nranges, 0);
+  // in order again: coalesced
+  INJECT(UDX_HEADER_DATA, 46);
+  CHECK_EQ(tap.acks[1], 7);
+  // END: at once
+  INJECT(UDX_HEADER_END, 47);
+  CHECK_EQ(tap.acks[1], 8);
+  CHECK_EQ(b->rcv_nxt, 48);
+  sim_advance(&sim, 1);
+  CHECK_EQ(tap.acks[1], 8); // nothing was owed any more
+#undef INJECT
   sim_destroy(&sim);
 }
 
@@ -387,6 +448,7 @@ test_seq_ack_setup (void) {
 static const test_case_t cases[] = {
     {"ack_each", test_ack_each},
     {"ack_batch", test_ack_batch},
+    {"ack_coalescing_rules", test_ack_coalescing_rules},
     {"sack_ranges", test_sack_ranges},
     {"high_water_mark", test_high_water_mark},
     {"late_packetization", test_late_packetization},

@@ -83,6 +83,31 @@ test_loss (void) {
   sim_destroy(&sim);
 }
 
+// Payloads read from the send queue at the end of the step (as the socket
+// ring does): acked bytes stay until the last datagram pointing at them left.
+static void
+test_zero_copy (void) {
+  sim_t sim;
+  sim_init(&sim, 12);
+  sim.zero_copy = true;
+  sim.zero_copy_hold_us = 20000;
+  sim.link[0].loss = 0.03;
+  sim.link[1].loss = 0.03;
+  sim.link[0].reorder = 0.2;
+  sim.link[0].reorder_us = 15000;
+  sim.link[1].reorder = 0.2;
+  sim.link[1].reorder_us = 15000;
+  sim.link[1].batch_us = 2000;
+  sim.link[1].dup = 0.05;
+  pair_t p = pair(&sim);
+  transfer(&sim, &p, 4 << 20, 120 * UDX_US_PER_S);
+  sim_advance(&sim, UDX_US_PER_S); // what was still held goes out
+  CHECK(p.a->stats.retransmits > 0);
+  CHECK_EQ(p.a->tx_pins, 0);
+  CHECK_EQ(p.b->tx_pins, 0);
+  sim_destroy(&sim);
+}
+
 static void
 test_reorder_dup (void) {
   sim_t sim;
@@ -203,6 +228,7 @@ static const test_case_t cases[] = {
     {"clean_1mb", test_clean_1mb},
     {"loss", test_loss},
     {"reorder_dup", test_reorder_dup},
+    {"zero_copy", test_zero_copy},
     {"bottleneck", test_bottleneck},
     {"blackout", test_blackout},
     {"corruption", test_corruption},

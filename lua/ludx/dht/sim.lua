@@ -29,16 +29,13 @@ end
 ---------------------------------------------------------------------------
 -- Clock: a binary heap of events in simulated milliseconds.
 
+local heap = require "ludx.heap"
+
 local Clock = {}
 Clock.__index = Clock
 
 function M.clock()
-  return setmetatable({ t = 0, heap = {}, n = 0, seq = 0 }, Clock)
-end
-
-local function less(a, b)
-  if a.at ~= b.at then return a.at < b.at end
-  return a.seq < b.seq
+  return setmetatable({ t = 0, events = heap.new() }, Clock)
 end
 
 local function cancel(ev)
@@ -46,39 +43,7 @@ local function cancel(ev)
 end
 
 function Clock:after(ms, fn)
-  self.seq = self.seq + 1
-  local ev = { at = self.t + ms, seq = self.seq, fn = fn, cancel = cancel }
-  self.n = self.n + 1
-  local heap, i = self.heap, self.n
-  heap[i] = ev
-  while i > 1 do
-    local p = math.floor(i / 2)
-    if less(heap[i], heap[p]) then
-      heap[i], heap[p] = heap[p], heap[i]
-      i = p
-    else
-      break
-    end
-  end
-  return ev
-end
-
-function Clock:_pop()
-  local heap = self.heap
-  local top = heap[1]
-  heap[1] = heap[self.n]
-  heap[self.n] = nil
-  self.n = self.n - 1
-  local i, n = 1, self.n
-  while true do
-    local l, r, m = 2 * i, 2 * i + 1, i
-    if l <= n and less(heap[l], heap[m]) then m = l end
-    if r <= n and less(heap[r], heap[m]) then m = r end
-    if m == i then break end
-    heap[i], heap[m] = heap[m], heap[i]
-    i = m
-  end
-  return top
+  return self.events:push({ at = self.t + ms, fn = fn, cancel = cancel })
 end
 
 --- Runs events in time order until until_fn() is true (checked after each
@@ -89,10 +54,11 @@ function Clock:run(opts)
   local deadline = self.t + (opts.max_ms or math.huge)
   local until_fn = opts.until_fn
   if until_fn and until_fn() then return true end
-  while self.n > 0 do
-    local ev = self.heap[1]
+  local events = self.events
+  while events.n > 0 do
+    local ev = events:peek()
     if ev.at > deadline then break end
-    self:_pop()
+    events:pop()
     if not ev.cancelled then
       if ev.at > self.t then self.t = ev.at end
       ev.fn()

@@ -1,0 +1,512 @@
+-- The one source of the ludx API reference. tools/gendocs turns it into
+-- docs/api.md (for people) and docs/types/ (LuaLS stubs, for editors);
+-- spec/tools_docs_spec.lua checks that both are current and that every
+-- function named here exists (and every public one is named).
+--
+-- A module: name, summary, doc, example, fields, functions, classes, and
+-- `internal` (exported names that are not part of the API). A function or
+-- method is { "name(a: T, b?: T, ...: T) -> r: T, ...", "what it does" };
+-- methods start with ":". A class may name its method table (impl =
+-- "module:Field") so the check can find it.
+local E = "ok: true?, err: string?, code: string?" -- the usual result
+
+return {
+  {
+    name = "ludx",
+    summary = "Tasks over the libuv loop",
+    doc = [[
+Code runs in tasks: coroutines over a loop that libuv owns. A call that
+waits (sleep, a read, a write above the high-water mark) suspends only its
+task. Every wait takes an optional timeout in milliseconds and then returns
+`nil, "timed out", "ETIMEDOUT"`. Errors are `nil, message, code`; a wrong
+argument type raises an error that names the argument. `ludx script.lua`
+runs a script as a task already; `ludx.run` starts the loop from plain
+LuaJIT.]],
+    example = [[
+local ludx = require "ludx"
+ludx.run(function()
+  local q = ludx.queue()
+  ludx.spawn("worker", function() ludx.sleep(10) q:put("done") end)
+  print(q:get(1000))          --> done
+  print(q:get(5))             --> nil  timed out  ETIMEDOUT
+end)]],
+    fields = {
+      { "EV", "table<string, integer>", "Event kinds of the C event ring." },
+      { "core", "table", "The C module `ludx.core`." },
+    },
+    functions = {
+      { "run(fn: function, ...: any) -> ...: any", "Runs fn as the task \"main\" and drives the loop until it and every task it spawned have ended. Returns fn's results, or nil, message, traceback when fn raised. Inside a task it waits for them instead." },
+      { "spawn(name: string, fn: function, ...: any) -> task: ludx.Task", "Starts a named task. An uncaught error ends this task only and is reported on stderr with its name and traceback." },
+      { "sleep(ms: number) -> ok: true", "Suspends the current task for ms milliseconds." },
+      { "yield() -> ok: true", "Lets the other ready tasks (and the loop's I/O) run, then continues." },
+      { "now() -> ms: number", "Milliseconds on a monotonic clock, with sub-millisecond precision." },
+      { "after(ms: number, fn: function) -> timer: ludx.Timer", "Calls fn after ms milliseconds, outside any task (fn must not wait)." },
+      { "queue(limit?: integer) -> q: ludx.Queue", "A channel between tasks: put never waits unless a limit is set; get waits." },
+      { "waiters() -> w: ludx.Waiters", "A wait queue, the building block of the object APIs." },
+      { "wait(what: string, timeout?: number) -> ...: any", "Suspends the current task until ludx.wake(task, ...) or the timeout; returns the values given to wake. what says what it waits on (ludx.tasks shows it)." },
+      { "wake(task: ludx.Task, ...: any) -> woken: boolean", "Makes a waiting task ready; its wait returns the values given here." },
+      { "current() -> task: ludx.Task?", "The running task." },
+      { "tasks() -> list: table[]", "The live tasks: {id, name, state, waiting}." },
+      { "cancel(task: ludx.Task|integer, reason?: string) -> ok: boolean", "Cancels a task (or a task id): its current or next wait raises, which ends it quietly." },
+      { "is_cancelled(err: any) -> yes: boolean", "True when err is the error a cancelled task raises." },
+      { "lookup(host: string, family?: integer, timeout?: number) -> addresses: string[]?, err: string?, code: string?", "Resolves a host name to a list of addresses; family 4, 6 or nil for both. An IP literal comes back as it is." },
+      { "running() -> yes: boolean", "True while a loop runs." },
+      { "version() -> v: table", "Versions: {ludx, luajit, libuv, libsodium, udx}." },
+      { "on_interrupt(fn: function)", "Sets fn to run on Ctrl-C when the REPL owns the terminal." },
+    },
+    classes = {
+      { name = "ludx.Task", doc = "A named coroutine on the loop.", fields = { { "id", "integer" }, { "name", "string" }, { "state", "string", "ready, running, waiting or dead" } },
+        methods = {
+          { ":join(timeout?: number) -> ...: any", "Waits until the task ends; returns its results, or nil, message when it failed." },
+          { ":cancel(reason?: string) -> ok: boolean", "As ludx.cancel(task)." },
+        } },
+      { name = "ludx.Queue", doc = "A channel between tasks.", methods = {
+          { ":put(v: any, timeout?: number) -> " .. E, "Adds v; waits only while a limited queue is full." },
+          { ":get(timeout?: number) -> v: any, err: string?, code: string?", "Takes the oldest value, waiting for one; nil, \"queue closed\", \"EOF\" once closed and empty." },
+          { ":size() -> n: integer", "Values waiting." },
+          { ":close()", "Wakes every getter; gets return EOF once the queue is empty." },
+        } },
+      { name = "ludx.Waiters", doc = "A wait queue of tasks.", methods = {
+          { ":wait(what: string, timeout?: number) -> ...: any", "Waits until woken (returns what wake passed) or the timeout." },
+          { ":wake_one(...: any) -> woken: boolean", "Wakes the oldest waiter." },
+          { ":wake_all(...: any) -> woken: boolean", "Wakes every waiter." },
+          { ":count() -> n: integer", "Tasks waiting." },
+        } },
+      { name = "ludx.Timer", doc = "A timer from ludx.after.", methods = {
+          { ":cancel()", "The function will not be called." },
+        } },
+    },
+    internal = { "check_timeout", "user_level", "ref", "unref", "object", "on_event", "track", "untrack" },
+  },
+
+  {
+    name = "ludx.udx",
+    summary = "UDX streams over UDP",
+    doc = [[
+Reliable, congestion-controlled streams (BBR, RACK-TLP, SACK, path MTU
+search), many per UDP socket, wire-compatible with Node's udx-native. A
+stream has a local id; it connects to a remote id at a host and port. Reads
+hand over all in-order bytes available (up to a size), never one packet at a
+time; writes wait only above the high-water mark. One reader and one writer
+per stream at a time (a second gets "busy", "EBUSY").]],
+    example = [[
+local sock = assert(udx.bind("127.0.0.1", 0))
+local _, port = sock:address()
+local a, b = assert(udx.stream(1)), assert(udx.stream(2))
+assert(a:connect(sock, 2, port, "127.0.0.1"))
+assert(b:connect(sock, 1, port, "127.0.0.1"))
+assert(a:write("hello"))
+print(b:read())               --> hello]],
+    fields = { { "READ_MAX", "integer", "What a read hands over at most unless told otherwise (64 KiB)." } },
+    functions = {
+      { "bind(host?: string, port?: integer, opts?: table) -> sock: ludx.udx.Socket?, err: string?, code: string?", "Binds a UDP socket: host \"0.0.0.0\" (default), \"::\" (dual stack), \"127.0.0.1\"...; port 0 picks one. opts.ipv6only." },
+      { "stream(id: integer, opts?: table) -> stream: ludx.udx.Stream?, err: string?, code: string?", "A stream with a local id (0..2^32-1, unique in the process). opts: seq, read_buffer_limit (bytes), rwnd_max, keepalive (ms), timeout (give-up ms), firewall (\"accept\", \"drop\"), ack_policy (\"each\", \"batch\")." },
+      { "set_fault(fault?: table) -> ok: boolean", "Fault injection for every datagram (nil clears): {seed, loss, duplicate, reorder, reorder_us, corrupt, send_error, send_errno, blackout_start_ms, blackout_ms, direction = \"tx\"|\"rx\"|\"both\"}." },
+    },
+    classes = {
+      { name = "ludx.udx.Socket", impl = "ludx.udx:Socket", doc = "One UDP socket; many streams share it.", methods = {
+          { ":address() -> host: string, port: integer, family: string", "The bound address." },
+          { ":send(data: string, port: integer, host?: string, ttl?: integer) -> " .. E, "Sends one raw (non-UDX) datagram." },
+          { ":recv(timeout?: number) -> data: string?, host: string?, port: integer?, family: string?", "The next raw datagram that is not for a stream." },
+          { ":close() -> ok: boolean", "Closes now, or once the streams using it are gone." },
+          { ":stats() -> stats: table", "Counters: bytes and packets each way, batches, malformed, send errors by kind." },
+          { ":set_fault(fault?: table) -> ok: boolean", "Fault injection for this socket (see udx.set_fault)." },
+          { ":buffer_sizes() -> send: integer, recv: integer", "The kernel socket buffer sizes." },
+        } },
+      { name = "ludx.udx.Stream", impl = "ludx.udx:Stream", doc = "A reliable byte stream (plus unreliable messages).", fields = { { "id", "integer", "The local id." } }, methods = {
+          { ":connect(sock: ludx.udx.Socket, remote_id: integer, port: integer, host?: string, opts?: table) -> " .. E, "Connects to the remote stream remote_id at host:port over sock. opts.ack: the first expected sequence number." },
+          { ":write(data: string, timeout?: number) -> " .. E, "Queues data; waits only while the queue is above the high-water mark. On a timeout the data stays queued." },
+          { ":read(max?: integer, timeout?: number) -> data: string?, err: string?, code: string?", "All in-order bytes available, up to max (default READ_MAX), waiting for some; nil at the end; nil, message, code on an error." },
+          { ":finish(timeout?: number) -> " .. E, "Ends our half (UDX END) after what was written; returns once the remote acknowledged it." },
+          { ":flush(timeout?: number) -> " .. E, "Waits until every byte written so far is acknowledged." },
+          { ":close() -> ok: true", "Abortive close: the remote sees ECONNRESET." },
+          { ":send(msg: string) -> " .. E, "One MESSAGE datagram: unreliable, unordered, at most 2028 bytes." },
+          { ":recv(timeout?: number) -> msg: string?, err: string?, code: string?", "The next MESSAGE datagram." },
+          { ":stats() -> stats: table", "Live counters: rtt_ms, min_rtt_ms, cwnd, inflight, mtu, pacing_rate, bbr_bw, bbr_state, bytes/packets each way, retransmits, rto_count, tlp_count, lost, write_queued, read_buffered, ..." },
+          { ":stats_struct() -> stats: ffi.cdata*", "The C stats struct itself (read without a call)." },
+          { ":set_read_buffer_limit(bytes: integer) -> ok: boolean", "Bound on bytes held for a slow reader." },
+          { ":set_keepalive(ms: integer) -> ok: boolean", "A heartbeat every ms while idle (0 = off)." },
+          { ":set_timeout(ms: integer) -> ok: boolean", "Give up after ms without progress while data is outstanding." },
+          { ":set_fault(fault?: table) -> ok: boolean", "Fault injection for this stream's datagrams." },
+          { ":relay_to(dst: ludx.udx.Stream) -> ok: boolean", "Forwards every datagram for this stream to dst's remote (a relay)." },
+          { ":change_remote(sock: ludx.udx.Socket, remote_id: integer, port: integer, host?: string, timeout?: number) -> " .. E, "Moves the stream to another socket or remote; waits until everything sent before is acknowledged." },
+          { ":firewall(mode: string, remote_id?: integer) -> ok: boolean", "Packets from unknown sources: \"accept\", \"drop\", or \"connect\" (to remote_id at the first source)." },
+          { ":wait_connected(timeout?: number) -> " .. E, "Waits until connected (by connect or by the firewall)." },
+          { ":remote_address() -> host: string?, port: integer?", "Where the stream is connected." },
+          { ":trace(interval_ms: integer) -> ok: boolean", "Samples stats every interval_ms (for plots)." },
+          { ":trace_take() -> samples: table[]", "The samples so far." },
+        } },
+    },
+    internal = { "Socket", "Stream" },
+  },
+
+  {
+    name = "ludx.secretstream",
+    summary = "Encrypted streams (@hyperswarm/secret-stream)",
+    doc = [[
+A Noise handshake (XX or IK over Ed25519) and then
+crypto_secretstream_xchacha20poly1305 frames over any byte stream with
+read/write/finish/close (a udx stream, a TCP connection, ludx.pipe). The
+framing and the encryption happen in C, one frame per write. Connections
+from ludx.dht are SecretStreams already.]],
+    example = [[
+local a = secretstream.wrap(udx_a, { initiator = true })
+local b = secretstream.wrap(udx_b, { initiator = false })
+assert(a:write("secret"))
+print(b:read(), b.remote_public_key == a.public_key)]],
+    fields = { { "MAX_WRITE", "integer", "The largest single write (one frame)." } },
+    functions = {
+      { "wrap(raw: table, opts: table) -> stream: ludx.secretstream.Stream", "Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern (\"XX\" or \"IK\"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives)." },
+      { "keypair(seed?: string) -> keypair: table", "An Ed25519 key pair {public_key (32 bytes), secret_key (64 bytes)}; from a 32-byte seed when given." },
+    },
+    classes = {
+      { name = "ludx.secretstream.Stream", impl = "ludx.secretstream:Stream", doc = "An encrypted stream.", fields = { { "public_key", "string" }, { "remote_public_key", "string", "The peer's key, once ready." }, { "handshake_hash", "string" } }, methods = {
+          { ":ready(timeout?: number) -> " .. E, "Waits for the handshake." },
+          { ":read(max?: integer, timeout?: number) -> data: string?, err: string?, code: string?", "Decrypted bytes, up to max; nil at the end. Codes: EDECRYPT, EFRAME, EHANDSHAKE, EREMOTEKEY, ETIMEDOUT, or the raw stream's." },
+          { ":write(data: string, timeout?: number) -> " .. E, "One frame (at most MAX_WRITE bytes). Writes before the handshake are queued (up to 1 MiB)." },
+          { ":finish(timeout?: number) -> " .. E, "Flushes, then ends the raw stream." },
+          { ":close() -> ok: true", "Closes and destroys the raw stream." },
+          { ":stats() -> stats: table", "The raw stream's stats plus frames_in/out, keepalives, plaintext_in/out." },
+        } },
+    },
+    internal = { "Stream" },
+  },
+
+  {
+    name = "ludx.dht",
+    summary = "A HyperDHT node: find peers and connect to them by public key",
+    doc = [[
+A hyperdht-compatible DHT node (dht-rpc routing, announce/lookup, mutable
+and immutable storage, Noise handshakes through relays, holepunching). It
+joins the public HyperDHT network by default; dht.testnet(n) runs a local
+one in the process. Keys, topics and hashes are 32-byte binary strings.
+Connections are SecretStreams over UDX streams on the node's socket.]],
+    example = [[
+local tn = assert(dht.testnet(3))                 -- a local DHT
+local a, b = assert(tn:create_node()), assert(tn:create_node())
+local kp = dht.keypair()
+local server = a:server(function(conn) conn:write("hi") conn:finish() end)
+assert(server:listen(kp))
+local conn = assert(b:connect(kp.public_key))     -- by public key
+print(conn:read())                                --> hi]],
+    fields = {
+      { "BOOTSTRAP", "string[]", "The public HyperDHT bootstrap nodes." },
+      { "DEFAULT_PORT", "integer", "49737." },
+      { "FIREWALL", "table", "Firewall kinds: UNKNOWN, OPEN, CONSISTENT, RANDOM." },
+    },
+    functions = {
+      { "new(opts?: table) -> node: ludx.dht.Node?, err: string?, code: string?", "A node, bound and bootstrapping. opts: bootstrap (list of \"host:port\"; default the public network), host (\"0.0.0.0\"), port (nil: 49737 or the next free one; 0: any), ephemeral, firewalled, keypair (default for listen and connect)." },
+      { "testnet(n?: integer, opts?: table) -> testnet: ludx.dht.Testnet?, err: string?, code: string?", "A local DHT of n nodes (default 5, at least 2) on 127.0.0.1, all bootstrapped. opts: host, port (of the bootstrap node), timeout." },
+      { "bootstrapper(port?: integer, host?: string, opts?: table) -> node: ludx.dht.Node?, err: string?, code: string?", "A node that is persistent at once on host:port (a bootstrap node)." },
+      { "keypair(seed?: string) -> keypair: table", "An Ed25519 key pair; from a 32-byte seed when given." },
+      { "hash(data: string) -> hash: string", "BLAKE2b-256, as hyperdht hashes keys into targets." },
+    },
+    classes = {
+      { name = "ludx.dht.Node", impl = "ludx.dht:Node", doc = "A DHT node.", fields = { { "keypair", "table", "The node's default key pair." } }, methods = {
+          { ":ready(timeout?: number) -> " .. E, "Waits until the bootstrap is done." },
+          { ":address() -> host: string, port: integer", "The bound address." },
+          { ":remote_address() -> host: string?, port: integer?", "Our public address when known and reachable." },
+          { ":id() -> id: string?", "The node id (once known)." },
+          { ":is_persistent() -> yes: boolean", "False for an ephemeral node." },
+          { ":is_firewalled() -> yes: boolean", "Whether others can reach us directly." },
+          { ":nodes(limit?: integer) -> nodes: table[]", "The routing table, most recently seen first: {{host, port}, ...}." },
+          { ":ping(host: string, port: integer, timeout?: number) -> reply: table?, err: string?, code: string?", "Pings a node." },
+          { ":lookup(topic: string, opts?: table) -> replies: ludx.dht.Query", "Who announced topic: an iterator over replies {from, to, peers = {{public_key, relay_addresses}}}." },
+          { ":find_peer(public_key: string, opts?: table) -> replies: ludx.dht.Query", "Where a server with this key is announced." },
+          { ":announce(topic: string, keypair: table, opts?: table) -> closest: table[]?, err: string?, code: string?", "Announces keypair.public_key under topic on the closest nodes. opts.relay_addresses, opts.timeout." },
+          { ":unannounce(topic: string, keypair: table, opts?: table) -> " .. E, "Removes the announcement." },
+          { ":immutable_put(value: string, opts?: table) -> result: table?, err: string?, code: string?", "Stores value under its hash: {hash, closest_nodes}." },
+          { ":immutable_get(hash: string, opts?: table) -> value: string?, reply: table?", "The value stored under hash (checked); nil when nobody has it." },
+          { ":mutable_put(keypair: table, value: string, opts?: table) -> result: table?, err: string?, code: string?", "Signs value at opts.seq (default 0) and stores it." },
+          { ":mutable_get(public_key: string, opts?: table) -> result: table?, err: string?, code: string?", "The latest signed value of a key: {value, seq, signature, from}." },
+          { ":server(handler: function, opts?: table) -> server: ludx.dht.Server", "A server: handler(conn) runs as a task for each connection (conn is a SecretStream). opts.firewall(remote_public_key, payload, address) -> true refuses a client." },
+          { ":connect(public_key: string, opts?: table) -> conn: ludx.secretstream.Stream?, err: string?, code: string?", "Connects to the server with this key, through the DHT (relayed handshake, holepunching when needed). opts: keypair, timeout, relay_addresses." },
+          { ":destroy() -> ok: true", "Closes the servers, the socket and everything in flight." },
+          { ":close() -> ok: true", "As destroy." },
+          { ":raw() -> node: table", "The callback-style node underneath (ludx.dht.hyperdht)." },
+        } },
+      { name = "ludx.dht.Server", doc = "A server announced under its key pair.", methods = {
+          { ":listen(keypair?: table, timeout?: number) -> " .. E, "Announces the server under H(public_key); returns once the first announce round is done." },
+          { ":close(opts?: table) -> ok: true", "Stops announcing and refuses new clients (opts.fast skips the unannounce round trip). Open connections stay." },
+          { ":address() -> address: table?", "{public_key, host, port}." },
+        } },
+      { name = "ludx.dht.Testnet", doc = "A local DHT in this process.", fields = { { "bootstrap", "string[]", "The bootstrap address, {\"127.0.0.1:port\"}." }, { "nodes", "ludx.dht.Node[]" } }, methods = {
+          { ":create_node(opts?: table) -> node: ludx.dht.Node?, err: string?, code: string?", "Another node joined to this testnet, ready." },
+          { ":destroy()", "Destroys every node." },
+        } },
+      { name = "ludx.dht.Query", doc = "Query replies: call it (or :next()) in a for loop.", methods = {
+          { ":next() -> reply: table?", "The next reply, or nil at the end (then :error() tells why)." },
+          { ":error() -> err: string?, code: string?", "What ended the query early, if anything." },
+          { ":collect() -> replies: table[]?, err: string?, code: string?", "Every remaining reply." },
+          { ":close()", "Stops the query." },
+          { ":closest_nodes() -> nodes: table[]", "The closest nodes that replied (after the end)." },
+        } },
+    },
+    internal = { "_await", "Node" },
+  },
+
+  {
+    name = "ludx.tcp",
+    summary = "TCP with the stream API of udx",
+    doc = [[
+TCP servers and connections with the same read/write/finish/close API as a
+udx stream, so a SecretStream, the share protocol or a tunnel runs over
+either.]],
+    example = [[
+local server = assert(tcp.listen("127.0.0.1", 0))
+local _, port = server:address()
+local c = assert(tcp.connect("127.0.0.1", port))
+local s = server:accept()
+c:write("ping") print(s:read())   --> ping]],
+    functions = {
+      { "connect(host: string, port: integer, timeout?: number) -> conn: ludx.tcp.Conn?, err: string?, code: string?", "Connects (resolving host); waits for the connection." },
+      { "listen(host: string, port: integer, opts?: table) -> server: ludx.tcp.Server?, err: string?, code: string?", "Listens (port 0 picks one). opts.backlog." },
+    },
+    classes = {
+      { name = "ludx.tcp.Conn", doc = "A TCP connection.", methods = {
+          { ":read(max?: integer, timeout?: number) -> data: string?, err: string?, code: string?", "Bytes available (up to max, default 64 KiB), waiting for some; nil at the end." },
+          { ":write(data: string, timeout?: number) -> " .. E, "Queues data; waits only above the high-water mark." },
+          { ":finish(timeout?: number) -> " .. E, "Ends our half (FIN) after the queued bytes." },
+          { ":close() -> ok: true", "Closes the connection." },
+          { ":address() -> host: string, port: integer", "The local address." },
+          { ":remote_address() -> host: string, port: integer", "The peer's address." },
+        } },
+      { name = "ludx.tcp.Server", doc = "A listening socket.", methods = {
+          { ":accept(timeout?: number) -> conn: ludx.tcp.Conn?, err: string?, code: string?", "The next client." },
+          { ":address() -> host: string, port: integer", "The bound address." },
+          { ":close() -> ok: true", "Stops listening." },
+        } },
+    },
+  },
+
+  {
+    name = "ludx.fs",
+    summary = "Filesystem metadata for the peer tools",
+    doc = "Synchronous metadata calls (stat, directories, renames); file contents go through Lua's io library.",
+    functions = {
+      { "stat(path: string) -> st: table?, err: string?, code: string?", "{type = \"file\"|\"directory\"|..., size, mtime, mode}." },
+      { "exists(path: string) -> yes: boolean", "Whether path exists." },
+      { "mkdirp(path: string) -> " .. E, "Creates path and its parents." },
+      { "walk(root: string) -> files: table[]?, err: string?, code: string?", "Every regular file under root, sorted: {{path = \"a/b.txt\", size, full}, ...}; a file root gives one entry named after it." },
+      { "rename(from: string, to: string) -> " .. E, "Renames (atomically on one filesystem)." },
+      { "unlink(path: string) -> " .. E, "Removes a file." },
+      { "rmdir(path: string) -> " .. E, "Removes an empty directory." },
+      { "realpath(path: string) -> path: string?, err: string?, code: string?", "The canonical absolute path." },
+      { "truncate(path: string, size: integer) -> " .. E, "Cuts or extends a file." },
+    },
+  },
+
+  {
+    name = "ludx.process",
+    summary = "Child processes for tasks",
+    doc = "Starts programs and reads their output without blocking the loop: lines, JSON lines, patterns, exit.",
+    example = [[
+local p = assert(process.spawn("echo", { "hi" }))
+print(p:read_line(1000))   --> hi
+print(p:wait(1000))        --> 0  0
+p:close()]],
+    functions = {
+      { "spawn(file: string, args?: string[], opts?: table) -> proc: ludx.process.Proc?, err: string?, code: string?", "Starts a program. opts: env (merged over ours unless clear_env), cwd, pty, rows, cols, stderr (\"pipe\" or \"inherit\")." },
+    },
+    classes = {
+      { name = "ludx.process.Proc", doc = "A child process.", fields = { { "pid", "integer" } }, methods = {
+          { ":read(timeout?: number) -> data: string?, err: string?, code: string?", "All stdout available now (waits for some); nil at EOF." },
+          { ":read_line(timeout?: number) -> line: string?, err: string?, code: string?", "The next stdout line without its newline; nil at EOF." },
+          { ":read_json(timeout?: number) -> value: table?, err: string?, code: string?", "The next stdout line that is a JSON object." },
+          { ":expect(pattern: string, timeout?: number, plain?: boolean) -> text: string?, ...: string", "Waits until stdout matches; returns the output up to the match and the captures." },
+          { ":stderr() -> text: string", "What the child wrote to stderr so far." },
+          { ":write(data: string) -> " .. E, "Writes to the child's stdin." },
+          { ":close_stdin() -> " .. E, "Closes the child's stdin." },
+          { ":wait(timeout?: number) -> status: integer?, signal: integer?", "Waits for the exit." },
+          { ":kill(signal?: string) -> " .. E, "Sends a signal (default SIGTERM)." },
+          { ":resize(rows: integer, cols: integer) -> ok: boolean", "Resizes the pseudo-terminal." },
+          { ":close()", "Kills the child if it still runs and lets go of it." },
+        } },
+    },
+  },
+
+  {
+    name = "ludx.crypto",
+    summary = "The hyperswarm crypto primitives",
+    doc = "Ed25519 keys, BLAKE2b, Noise handshakes and helpers (libsodium underneath). Byte strings are Lua strings.",
+    fields = { { "NS", "table<string, string>", "The 32-byte namespaces of secret-stream and hyperdht." } },
+    functions = {
+      { "keypair(seed?: string) -> keypair: table", "{public_key (32 bytes), secret_key (64 bytes)}; from a 32-byte seed when given." },
+      { "hex(bytes: string) -> hex: string", "Lower-case hex." },
+      { "unhex(hex: string) -> bytes: string", "Bytes from hex (white space ignored); raises on anything else." },
+      { "blake2b(data: string, outlen?: integer, key?: string) -> hash: string", "BLAKE2b of outlen bytes (16..64, default 32)." },
+      { "randombytes(n: integer, seed?: string) -> bytes: string", "n random bytes; deterministic with a 32-byte seed." },
+      { "sign(message: string, secret_key: string) -> signature: string", "An Ed25519 signature." },
+      { "verify(signature: string, message: string, public_key: string) -> ok: boolean", "Checks a signature." },
+      { "handshake(opts: table) -> hs: table", "A Noise handshake: opts.pattern (\"XX\"), initiator, keypair, prologue, remote_public_key." },
+    },
+    internal = {},
+  },
+
+  {
+    name = "ludx.policy",
+    summary = "Transfer policies: rate limits, priorities, chunk order",
+    doc = [[
+Lua configures, C enforces: a limiter is a token bucket (bytes of payload
+per second) in the udx send path, checked per packet in C, never in Lua.
+Streams join limiters with a weight; while several have data to send they
+split the rate by weight, and one alone gets all of it. A stream may be in
+up to four limiters (its own, its peer's, a link's) and sends when all
+allow. Retransmissions and acks are never held back. Streams are udx
+streams or streams over one (SecretStreams, ludx.dht connections).]],
+    example = [[
+policy.limit(conn, { rate = 2e6 })              -- this connection: 2 MB/s
+local peers = policy.per_peer({ rate = 5e6 })   -- every peer: 5 MB/s
+peers:add(conn)
+local link = policy.limiter({ rate = 20e6 })    -- a shared 20 MB/s
+link:add(video, "high") link:add(backup, "low") -- 16:1 while both send]],
+    fields = {
+      { "PRIORITY", "table<string, integer>", "Priority classes as weights: high = 16, normal = 4, low = 1." },
+      { "schedule", "table", "The chunk scheduling module (ludx.policy.schedule)." },
+    },
+    functions = {
+      { "limit(stream: table, opts: table) -> limiter: ludx.policy.Limiter?, err: string?, code: string?", "Limits one stream on its own: a limiter of its own. opts: rate (bytes/s), burst (bytes, default 20 ms at the rate)." },
+      { "limiter(opts: table) -> limiter: ludx.policy.Limiter?, err: string?, code: string?", "A limiter for streams to share. opts.rate 0 means unlimited." },
+      { "per_peer(opts: table) -> peers: ludx.policy.Peers", "One limiter per peer (remote public key, or remote host for plain udx streams), each with these numbers." },
+      { "priority(link: ludx.policy.Limiter, stream: table, class: string|integer) -> " .. E, "Sets a stream's class (\"high\", \"normal\", \"low\") or weight in a shared limiter." },
+      { "udx_stream(stream: table) -> stream: ludx.udx.Stream?", "The udx stream under a stream (itself, or the one a SecretStream runs on)." },
+    },
+    classes = {
+      { name = "ludx.policy.Limiter", impl = "ludx.policy.limiter:Limiter", doc = "A token bucket enforced in C.", fields = { { "rate", "integer" }, { "burst", "integer" } }, methods = {
+          { ":add(stream: table, weight?: integer|string) -> " .. E, "Adds a stream (or sets its weight): a number >= 1 or a class (default \"normal\"). A stream leaves its limiters when it closes." },
+          { ":remove(stream: table) -> " .. E, "Takes a stream out." },
+          { ":set(opts: table) -> " .. E, "New rate and burst; they apply at once." },
+          { ":stats() -> stats: table", "{rate, burst, members, active (with data waiting), bytes (sent through it), waits (times a member was held back)}." },
+        } },
+      { name = "ludx.policy.Peers", doc = "Limiters by peer.", methods = {
+          { ":add(stream: table, weight?: integer|string) -> limiter: ludx.policy.Limiter?, err: string?, code: string?", "Adds a stream to its peer's limiter (made on first use)." },
+          { ":limiter(peer: string) -> limiter: ludx.policy.Limiter", "The limiter of a peer (a public key or a host)." },
+          { ":set(opts: table) -> ok: true", "New numbers for every peer." },
+          { ":stats() -> stats: table", "{peer = limiter stats, ...}." },
+        } },
+    },
+  },
+
+  {
+    name = "ludx.policy.schedule",
+    summary = "Chunk scheduling for a share of many files",
+    doc = [[
+Which chunk a fetcher asks for next. Chunks of one file always come in
+order (each file is checked and hashed as it is written); the order picks
+the file: "sequential" (manifest order, the default), "smallest" (many files
+complete early), "largest", "interleave" (round robin over opts.spread files,
+default 4). It runs once per chunk, never per packet.]],
+    fields = { { "ORDERS", "string[]", "The orders." } },
+    functions = {
+      { "new(order: string?, items: table[], opts?: table) -> sched: ludx.policy.Schedule", "items: {{file, first, count, size}, ...} (chunks first..first+count-1 of file)." },
+    },
+    classes = {
+      { name = "ludx.policy.Schedule", doc = "A chunk scheduler.", methods = {
+          { ":next() -> file: integer?, chunk: integer?", "The next chunk to ask for; nil when all are handed out." },
+          { ":remaining() -> n: integer", "Chunks still to hand out." },
+        } },
+    },
+  },
+
+  {
+    name = "ludx.share",
+    summary = "Share a file or a directory by key; fetch it by key",
+    doc = [[
+The protocol behind `ludx share` and `ludx fetch`, over a DHT connection (a
+SecretStream to the server's public key). The server sends a manifest:
+paths, sizes, BLAKE2b-512 per file (what b2sum prints) and BLAKE2b-256 per
+chunk (1 MiB by default). The client asks for chunks, pipelined (GET id,
+file, offset, length; DATA id, file, offset, bytes), checks each chunk and
+each file, and renames a file into place only once it checks. Paths from the
+network are checked (no absolute paths, "..", NULs, control characters,
+backslashes or drive letters). An interrupted fetch keeps its verified
+chunks in DEST/.ludx-partial/ and continues from them. The wire format is
+in docs/share-protocol.md.]],
+    example = [[
+local s = assert(share.serve(alice_node, "photos/"))
+print(share.hex(s.key))
+local r = assert(share.fetch(bob_node, s.key, "copy", { progress = progress.new() }))
+print(r.files, r.bytes)]],
+    functions = {
+      { "serve(node: ludx.dht.Node, what: string|table, opts?: table) -> share: ludx.share.Share?, err: string?, code: string?", "Hashes a path (or takes a manifest built before), then announces it. opts: keypair (default the node's), chunk_size, on_bytes(n) while hashing, on_connection(conn) (to attach policies), on_event(event, info) for \"connect\" and \"close\" ({peer, bytes, error})." },
+      { "fetch(node: ludx.dht.Node, key: string, dest?: string, opts?: table) -> result: table?, err: string?, code: string?", "Fetches into dest: a directory share lands in dest (default ./NAME), a file share at dest or inside it when it is a directory. opts: order (see ludx.policy.schedule), spread (files at once for \"interleave\"), window (chunks ahead, default 8), timeout (connect, ms), progress (a ludx.progress), on_manifest(m, layout) (return false to stop), on_file(path, final_path), on_check(n) (bytes on disk checked before the transfer). Result: {files, bytes, received, skipped, seconds, root, target, manifest, stats}. Codes: EVERIFY (a chunk or file does not match), EPROTO, EREMOTE, ..." },
+      { "manifest(path: string, opts?: table) -> manifest: table?, err: string?, code: string?", "Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks}}, encoded, id, skipped}. Files whose paths a fetcher would refuse are left out and listed in skipped ({path, why}). opts: chunk_size (16 KiB..16 MiB), on_bytes(n)." },
+      { "hex(key: string) -> hex: string", "A key as 64 hex characters." },
+      { "parse_key(hex: string) -> key: string?, err: string?", "A key from 64 hex characters." },
+    },
+    classes = {
+      { name = "ludx.share.Share", doc = "A share being served.", fields = { { "key", "string", "The public key (32 bytes)." }, { "manifest", "table" } }, methods = {
+          { ":close(opts?: table) -> ok: true", "Stops announcing and refuses new clients (transfers in progress go on); opts.fast skips the unannounce round trip." },
+        } },
+    },
+  },
+
+  {
+    name = "ludx.progress",
+    summary = "Progress display for transfers",
+    doc = "A bar redrawn in place on a terminal (at most 10 times a second), plain lines about once a second otherwise. Bytes, rate (a moving average), ETA. Sizes are decimal (1 MB = 10^6 bytes).",
+    example = [[
+local p = progress.new({ label = "fetch" })
+p:start(total, 0)
+p:update(#chunk)      -- as bytes arrive
+p:finish()            --> fetch done: 64.0 MB in 0.52 s, 122.1 MB/s]],
+    functions = {
+      { "new(opts?: table) -> p: ludx.progress.Progress", "opts: label, out (default io.stdout), tty (default: whether out is a terminal), width, interval (ms)." },
+      { "isatty(fd?: integer) -> yes: boolean", "Whether a file descriptor (default 1) is a terminal." },
+      { "bytes(n: number) -> text: string", "\"12.3 MB\"." },
+      { "duration(seconds: number) -> text: string", "\"1:05\"." },
+    },
+    classes = {
+      { name = "ludx.progress.Progress", doc = "A progress display.", methods = {
+          { ":start(total: integer, have?: integer)", "Starts the clock; have: bytes already there (a resumed transfer)." },
+          { ":update(n: integer)", "n more bytes arrived." },
+          { ":state() -> state: table", "{bytes, total, rate, average, eta, seconds}." },
+          { ":finish()", "The closing line: totals, average rate, time." },
+          { ":stop()", "Ends the line without a summary (on errors)." },
+          { ":line() -> text: string", "The current line." },
+          { ":draw(force?: boolean)", "Draws now (if the interval passed, or forced)." },
+        } },
+    },
+  },
+
+  {
+    name = "ludx.stdin",
+    summary = "Lines from stdin for programs driven by another process",
+    doc = "Reads stdin on the loop, so other tasks run meanwhile. One watcher per process (the REPL reads stdin its own way).",
+    example = [[
+stdin.watch(function(line) conn:write(line .. "\n") end, function() conn:finish() end)]],
+    functions = {
+      { "watch(on_line: function, on_eof?: function) -> task: ludx.Task", "Starts a task that calls on_line(line) for each line and on_eof() when stdin closes (default: exit the process with status 3)." },
+    },
+  },
+
+  {
+    name = "ludx.json",
+    summary = "JSON for control lines",
+    doc = "Strict JSON: anything malformed is an error, never a partial value.",
+    fields = { { "null", "table", "The JSON null." }, { "array_mt", "table", "The metatable json.array sets." } },
+    functions = {
+      { "encode(v: any) -> text: string", "Encodes a value (tables with 1..n keys as arrays)." },
+      { "decode(text: string) -> v: any, err: string?", "Decodes; nil, message on bad input." },
+      { "array(t: table) -> t: table", "Marks an empty table to encode as [] instead of {}." },
+    },
+  },
+
+  {
+    name = "ludx.pipe",
+    summary = "An in-memory duplex stream",
+    doc = "Two connected ends with the stream API of a udx stream, for layering protocols without a network and for tests.",
+    functions = {
+      { "pair(opts?: table) -> a: ludx.pipe.End, b: ludx.pipe.End", "opts: highwater (bytes), chunk (bytes per read, or a function)." },
+    },
+    classes = {
+      { name = "ludx.pipe.End", doc = "One end.", methods = {
+          { ":read(max?: integer, timeout?: number) -> data: string?, err: string?, code: string?", "Buffered bytes up to max; nil at the end." },
+          { ":write(data: string, timeout?: number) -> " .. E, "Always accepted; waits while the peer holds more than highwater." },
+          { ":finish(timeout?: number) -> ok: true", "The peer reads the end after the buffered bytes." },
+          { ":close() -> ok: true", "The peer gets ECONNRESET." },
+          { ":stats() -> stats: table", "{bytes_written, bytes_read, writes, reads}." },
+        } },
+    },
+  },
+}
