@@ -442,6 +442,11 @@ heal (void) {
     return; // the give-up time ended it: a clear error, not a hang
   if (!both_done()) {
     fprintf(stderr, "hang: A closed %d status %d, B closed %d status %d; read %llu/%llu and %llu/%llu\n", w.app[0].closed, w.app[0].close_status, w.app[1].closed, w.app[1].close_status, (unsigned long long) w.app[1].read, (unsigned long long) w.app[0].written, (unsigned long long) w.app[0].read, (unsigned long long) w.app[1].written);
+    for (int i = 0; i < 2; i++) {
+      udx_stream_t *s = &w.s[i];
+      fprintf(stderr, "  %c: pacing_rate %llu B/s bbr state %u bw %g pkt/us min_rtt %u srtt %u tokens %lld\n", "AB"[i], (unsigned long long) s -> pacing_rate, s -> bbr.state, udx__bbr_bw(s), s->bbr.min_rtt_us, s->srtt, (long long) s->tokens);
+      fprintf(stderr, "  %c: status %#x snd_una %u snd_nxt %u inflight %u lost %u sacked %u rtxq %u cwnd %u send_rwnd %u sndq %llu..%llu pkt_off %llu | rcv_nxt %u rdq %llu ooo %u recv_rwnd %u read_limit %llu reading %d | deadline %lld rto_at %lld tlp_at %lld zwp_at %lld pace_at %lld now %llu\n", "AB"[i], s -> status, s -> snd_una, s -> snd_nxt, s -> inflight, s -> lost_pending, s -> sacked, s -> rtxq_len, s -> cwnd, s -> send_rwnd, (unsigned long long) s -> sndq.start, (unsigned long long) s->sndq.end, (unsigned long long) s->snd_pkt_off, s->rcv_nxt, (unsigned long long) udx__bufq_len(&s->rdq), s->ooo_count, udx__recv_rwnd(s), (unsigned long long) s->read_limit, w.app[i].reading, (long long) udx__stream_deadline(s), (long long) s->rto_at, (long long) s->tlp_at, (long long) s->zwp_at, (long long) s->pace_at, (unsigned long long) w.now);
+    }
     abort();
   }
   for (int i = 0; i < 2; i++) {
