@@ -1,6 +1,7 @@
 // Test and benchmark data: the xorshift32 byte stream the Node peers use
 // (spec/interop/README.md), and incremental BLAKE2b-512 of what goes by.
 #include <sodium.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,11 +84,25 @@ typedef struct {
   double bytes;
 } hasher_t;
 
+// libsodium's hash state must be 64-byte aligned; userdata is only 8- or
+// 16-byte aligned, so the state sits at the first aligned address inside.
+#define HASHER_ALIGN 64
+
+static hasher_t *
+hasher_at (void *ud) {
+  return (hasher_t *) (((uintptr_t) ud + HASHER_ALIGN - 1) & ~(uintptr_t) (HASHER_ALIGN - 1));
+}
+
+static hasher_t *
+check_hasher (lua_State *L) {
+  return hasher_at(luaL_checkudata(L, 1, HASHER_MT));
+}
+
 // core.hasher([outlen = 64]) -> incremental BLAKE2b
 static int
 l_hasher (lua_State *L) {
   size_t outlen = (size_t) ludx_opt_integer(L, 1, "outlen", 64, crypto_generichash_BYTES_MIN, crypto_generichash_BYTES_MAX);
-  hasher_t *h = lua_newuserdata(L, sizeof(*h));
+  hasher_t *h = hasher_at(lua_newuserdata(L, sizeof(hasher_t) + HASHER_ALIGN - 1));
   memset(h, 0, sizeof(*h));
   h->outlen = outlen;
   if (sodium_init() < 0 || crypto_generichash_init(&h->st, NULL, 0, outlen) != 0)
@@ -99,7 +114,7 @@ l_hasher (lua_State *L) {
 
 static int
 l_hasher_update (lua_State *L) {
-  hasher_t *h = luaL_checkudata(L, 1, HASHER_MT);
+  hasher_t *h = check_hasher(L);
   size_t len;
   const char *s = ludx_check_lstring(L, 2, "data", &len);
   if (h->done)
@@ -113,7 +128,7 @@ l_hasher_update (lua_State *L) {
 // h:hex() -> digest in hex (the hasher is finished)
 static int
 l_hasher_hex (lua_State *L) {
-  hasher_t *h = luaL_checkudata(L, 1, HASHER_MT);
+  hasher_t *h = check_hasher(L);
   if (h->done)
     return luaL_error(L, "hasher: digest already taken");
   unsigned char out[crypto_generichash_BYTES_MAX];
@@ -127,7 +142,7 @@ l_hasher_hex (lua_State *L) {
 
 static int
 l_hasher_bytes (lua_State *L) {
-  hasher_t *h = luaL_checkudata(L, 1, HASHER_MT);
+  hasher_t *h = check_hasher(L);
   lua_pushnumber(L, h->bytes);
   return 1;
 }

@@ -87,7 +87,8 @@ queue_line (const char *s, size_t n) {
 
 static void
 out (const char *s, size_t n) {
-  fwrite(s, 1, n, stdout);
+  if (n > 0) // an empty line buffer is still NULL
+    fwrite(s, 1, n, stdout);
 }
 
 static void

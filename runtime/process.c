@@ -368,8 +368,10 @@ ludx_proc_consume (ludx_proc_t *p, int which, size_t n) {
   outbuf_t *b = &p->buf[which];
   if (n > b->len)
     n = b->len;
-  memmove(b->data, b->data + n, b->len - n);
-  b->len -= n;
+  if (n > 0) { // nothing buffered yet: data is still NULL
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+  }
   if (b->len == 0)
     b->posted = 0;
   uv_pipe_t *pipe = which == 2 ? &p->err : &p->out;

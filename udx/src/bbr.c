@@ -73,6 +73,10 @@ bbr_init_pacing_rate (udx_stream_t *s) {
 
 static void
 bbr_set_pacing_rate (udx_stream_t *s, double bw, double gain) {
+  // No bandwidth sample yet (Startup can end on loss before one): keep the
+  // initial rate. Pacing at "0" would send a packet every twenty minutes.
+  if (bw <= 0)
+    return;
   uint64_t rate = bbr_rate_bytes_per_s(s, bw, gain);
 
   if (!s->bbr.has_seen_rtt && s->srtt) {

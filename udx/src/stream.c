@@ -332,11 +332,20 @@ udx__stream_timer (udx_stream_t *s, uint64_t now) {
     return;
 
   if (s->zwp_at <= now) {
+    // RFC 1122 4.2.2.17: probe a zero window for as long as the peer
+    // answers; a peer known to answer HEARTBEATs that stays silent for the
+    // give-up time is gone.
+    uint64_t give_up = (s->status & UDX_S_HB_ANSWERED) && s->timeout_ms ? s->last_rx + (uint64_t) s->timeout_ms * UDX_US_PER_MS : UDX_NEVER;
+    if (now >= give_up) {
+      udx__stream_close(s, UV_ETIMEDOUT);
+      return;
+    }
     s->stats.zwp_count++;
     udx__send_heartbeat(s);
+    s->status |= UDX_S_HB_OUT;
     if (s->zwp_backoff < UDX_ZWP_BACKOFF_MAX)
       s->zwp_backoff++;
-    s->zwp_at = now + ((uint64_t) s->rto << s->zwp_backoff);
+    s->zwp_at = udx__min_u64(now + ((uint64_t) s->rto << s->zwp_backoff), give_up);
   }
 
   if (s->keepalive_at <= now) {

@@ -33,6 +33,7 @@ typedef struct io_app_s {
   int closed;
   int close_status;
   int finalized;
+  uint32_t tx_pins_at_finalize; // datagrams still pinning the send queue
   int remote_changed;
   int firewall_calls;
   int firewall_drop;
@@ -158,6 +159,7 @@ static inline void
 io_on_finalize (udx_stream_t *s) {
   io_app_t *a = udx_stream_get_data(s);
   a->finalized++;
+  a->tx_pins_at_finalize = s->tx_pins; // s is freed right after this call
   if (a->done_counter)
     (*a->done_counter)++;
 }

@@ -185,6 +185,28 @@ test_tlp_in_recovery (void) {
   sim_destroy(&sim);
 }
 
+// With the give-up time, a packet still gets about six retransmissions
+// (libudx's rule of 6 RTO timeouts): losing six copies of the last packet
+// in a row (the original, probes, retransmissions) is survived. Exponential backoff alone (1, 3, 7 s, then the 13 s
+// give-up) allowed three, so at 20 % loss about one tail loss in 600 killed
+// the stream (seen in make soak).
+static void
+test_rto_attempts_before_give_up (void) {
+  sim_t sim;
+  sim_init(&sim, 16);
+  drop_n_t d = {.seq = 6, .times = 6};
+  sim.link[0].filter = drop_n_filter;
+  sim.link[0].filter_ctx = &d;
+  pair_t p = pair(&sim);
+  sim_app_expect(p.b, 3, 10 * 1000);
+  sim_app_write(p.a, 3, 10 * 1000, true); // 7 packets of 1452 bytes: seq 6 is the last
+  CHECK(sim_run(&sim, eof_b, &p, 30 * UDX_US_PER_S));
+  CHECK_EQ(d.dropped, 6);
+  CHECK_EQ(sim_app(p.a)->closed, 0);
+  CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
+  sim_destroy(&sim);
+}
+
 // Zero window: a paused reader with a read limit closes the window; the
 // sender probes with HEARTBEATs (no data beyond the window) and does not time
 // out; when the reader resumes, a window update restarts the transfer.
@@ -212,6 +234,32 @@ test_zero_window (void) {
   sim_app_drain_reader(p.b);
   CHECK(sim_run(&sim, eof_b, &p, 30 * UDX_US_PER_S));
   CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
+  sim_destroy(&sim);
+}
+
+// A zero window whose peer goes silent: probes answered so far keep the
+// stream open; once the peer stops answering, the give-up time closes it
+// with ETIMEDOUT (before the fix, probing went on forever).
+static void
+test_zero_window_dead_peer (void) {
+  sim_t sim;
+  sim_init(&sim, 15);
+  pair_t p = pair(&sim);
+  p.b->read_limit = 16384;
+  sim_app(p.b)->reading = false;
+  sim_app_write(p.a, 4, 300000, true);
+  sim_advance(&sim, 20 * UDX_US_PER_S); // longer than the give-up time
+  CHECK_EQ(sim_app(p.a)->closed, 0);
+  CHECK_EQ(p.a->send_rwnd, 0);
+  CHECK(p.a->status & UDX_S_HB_ANSWERED);
+  uint64_t dead_at = sim.now;
+  for (int i = 0; i < 2; i++) {
+    sim.link[i].blackout_start = dead_at;
+    sim.link[i].blackout_end = UDX_NEVER;
+  }
+  CHECK(sim_run(&sim, sim_done_closed, p.a, 60 * UDX_US_PER_S));
+  CHECK_EQ(sim_app(p.a)->close_status, UV_ETIMEDOUT);
+  CHECK(sim.now - dead_at <= (uint64_t) (UDX_DEFAULT_TIMEOUT + 1000) * UDX_US_PER_MS);
   sim_destroy(&sim);
 }
 
@@ -377,10 +425,12 @@ static const test_case_t cases[] = {
     {"give_up_default", test_give_up_default},
     {"give_up_custom", test_give_up_custom},
     {"rto_backoff", test_rto_backoff},
+    {"rto_attempts_before_give_up", test_rto_attempts_before_give_up},
     {"rack_fast_recovery", test_rack_fast_recovery},
     {"tlp", test_tlp},
     {"tlp_in_recovery", test_tlp_in_recovery},
     {"zero_window", test_zero_window},
+    {"zero_window_dead_peer", test_zero_window_dead_peer},
     {"slow_reader", test_slow_reader},
     {"read_limit_hostile_sender", test_read_limit_hostile_sender},
     {"sack_validation", test_sack_validation},

@@ -166,7 +166,9 @@ M.Node = Node
 -- "host:port"; default the public HyperDHT nodes), host ("0.0.0.0"), port
 -- (nil = 49737 or the next free, 0 = any), ephemeral (nil = adaptive),
 -- firewalled, keypair (default for listen/connect), concurrency,
--- max_size / max_age (storage limits), env / transport (for simulation).
+-- max_size / max_age (storage limits), max_requests /
+-- max_requests_per_source (the request-flood cap, see ludx.dht.io), env /
+-- transport (for simulation).
 function M.new(opts)
   if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", "new", "table", type(opts)) end
   opts = opts or {}

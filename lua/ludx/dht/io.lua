@@ -16,6 +16,11 @@ local M = {}
 
 local MAX_WINDOW = 80
 M.DEFAULT_MAX_WINDOW = MAX_WINDOW
+-- Incoming requests served per second: in all, and from one host:port.
+-- Far above what a node sees in normal use (a bootstrap node of a busy
+-- network, or a thousand local nodes bootstrapping at once).
+M.MAX_REQUESTS = 20000
+M.MAX_REQUESTS_PER_SOURCE = 200
 local EMPTY = {}
 
 --- nodeId = H32(ipv4Address(host, port)).
@@ -156,8 +161,11 @@ local IO = {}
 IO.__index = IO
 
 --- opts: env, transport, host, port (number; 0 = any), any_port,
--- firewalled, max_window, and the callbacks onrequest(req, external),
--- onresponse(res, external), ontimeout(req).
+-- firewalled, max_window, max_requests (incoming requests served per
+-- second in all; default M.MAX_REQUESTS), max_requests_per_source (per
+-- host:port and second; default M.MAX_REQUESTS_PER_SOURCE), and the
+-- callbacks onrequest(req, external), onresponse(res, external),
+-- ontimeout(req).
 function M.new(table_, opts)
   local env = opts.env
   local self = setmetatable({
@@ -175,7 +183,12 @@ function M.new(table_, opts)
     onrequest = opts.onrequest or noop,
     onresponse = opts.onresponse or noop,
     ontimeout = opts.ontimeout or noop,
-    stats = { sent = 0, received = 0, bad = 0, timeouts = 0, retries = 0, requests = 0, responses = 0 },
+    stats = { sent = 0, received = 0, bad = 0, timeouts = 0, retries = 0, requests = 0, responses = 0, flood_dropped = 0 },
+    max_requests = opts.max_requests or M.MAX_REQUESTS,
+    max_requests_per_source = opts.max_requests_per_source or M.MAX_REQUESTS_PER_SOURCE,
+    flood_window = -1, -- the second the counters below belong to
+    flood_total = 0,
+    flood_sources = {},
     host = opts.host or "0.0.0.0",
     port = opts.port or 0,
     any_port = opts.any_port ~= false,
@@ -259,10 +272,35 @@ function IO:_drain()
   end
 end
 
+-- Request-flood cap: incoming requests are counted per second, in all and
+-- per source (host:port), before they are decoded; beyond either cap they
+-- are dropped (and counted), so a flood costs a table lookup each and can
+-- neither monopolise the loop nor grow memory (the per-source table holds
+-- at most max_requests entries and is dropped every second).
+function IO:_flooded(host, port)
+  local window = math.floor(self.env.now() / 1000)
+  if window ~= self.flood_window then
+    self.flood_window = window
+    self.flood_total = 0
+    self.flood_sources = {}
+  end
+  if self.flood_total >= self.max_requests then return true end
+  local key = host .. ":" .. port
+  local n = (self.flood_sources[key] or 0) + 1
+  if n > self.max_requests_per_source then return true end
+  self.flood_sources[key] = n
+  self.flood_total = self.flood_total + 1
+  return false
+end
+
 function IO:onmessage(socket, data, host, port)
   if self.destroyed or #data < 2 or not (port > 0 and port < 65536) then return end
   local first = data:byte(1)
   if first ~= msgs.REQUEST_ID and first ~= msgs.RESPONSE_ID then return end
+  if first == msgs.REQUEST_ID and self:_flooded(host, port) then
+    self.stats.flood_dropped = self.stats.flood_dropped + 1
+    return
+  end
   local kind, m = msgs.decode(data)
   if not kind then
     self.stats.bad = self.stats.bad + 1

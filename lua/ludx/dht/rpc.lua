@@ -86,7 +86,8 @@ M.Node = Node
 --- opts: env, transport, bootstrap (list; default none), host, port,
 -- any_port, ephemeral (nil = adaptive), firewalled, concurrency,
 -- max_window, filter_node(node) -> bool, nodes (seed table nodes),
--- quick_firewall, down_hints_limit, max_ping_delay.
+-- quick_firewall, down_hints_limit, max_ping_delay, max_requests and
+-- max_requests_per_source (the request-flood cap, see ludx.dht.io).
 function M.new(opts)
   local env = assert(opts.env, "opts.env")
   local self = setmetatable({
@@ -133,6 +134,8 @@ function M.new(opts)
     port = opts.port,
     any_port = opts.any_port,
     firewalled = opts.firewalled,
+    max_requests = opts.max_requests,
+    max_requests_per_source = opts.max_requests_per_source,
     max_window = opts.max_window,
     onrequest = function(req, external) self:_on_request(req, external) end,
     onresponse = function(res, external) self:_on_response(res, external) end,
