@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -43,13 +44,52 @@ udx__sys_socket (int family, bool ipv6only, bool reuseaddr) {
   return fd;
 }
 
-// libudx's sizes: SO_SNDBUF 212992; SO_RCVBUF 1 MiB, stepping down.
+// One socket option of a buffer size. Linux caps SO_RCVBUF/SO_SNDBUF at
+// net.core.rmem_max/wmem_max (212992 by default) without an error; a
+// process allowed to (CAP_NET_ADMIN) gets the size it asks for with the
+// *FORCE options. Returns what the kernel granted (it reports twice the
+// size it books).
+static int
+set_buffer (int fd, int opt, int force_opt, int size) {
+  (void) force_opt;
+#ifdef SO_RCVBUFFORCE
+  if (setsockopt(fd, SOL_SOCKET, force_opt, &size, sizeof(size)) != 0)
+#endif
+  {
+    if (setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size)) != 0)
+      return -1;
+  }
+  int got = 0;
+  socklen_t len = sizeof(got);
+  if (getsockopt(fd, SOL_SOCKET, opt, &got, &len) != 0)
+    return -1;
+  return got / 2;
+}
+
+#ifndef SO_RCVBUFFORCE
+#define SO_RCVBUFFORCE SO_RCVBUF
+#define SO_SNDBUFFORCE SO_SNDBUF
+#endif
+
+// libudx's send size (212992) and a receive buffer of 4 MiB, stepping down
+// where the system refuses (macOS fails on oversize). When the kernel caps
+// it well below what was asked, that is said once: a fast sender then
+// overflows the socket and its datagrams are lost.
 void
 udx__sys_set_buffers (int fd) {
-  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &udx__sndbuf, sizeof(udx__sndbuf));
+  static int warned = 0;
+  set_buffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, udx__sndbuf);
   for (size_t i = 0; i < sizeof(udx__rcvbufs) / sizeof(udx__rcvbufs[0]); i++) {
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &udx__rcvbufs[i], sizeof(int)) == 0)
-      break;
+    int got = set_buffer(fd, SO_RCVBUF, SO_RCVBUFFORCE, udx__rcvbufs[i]);
+    if (got < 0)
+      continue;
+    if (got < udx__rcvbufs[0] / 2 && !warned) {
+      warned = 1;
+      fprintf(stderr, "udx: the receive buffer is %d bytes, not the %d asked for; fast transfers will lose datagrams "
+                      "(raise net.core.rmem_max, e.g. sysctl -w net.core.rmem_max=%d)\n",
+              got, udx__rcvbufs[0], udx__rcvbufs[0]);
+    }
+    break;
   }
 }
 
