@@ -156,37 +156,23 @@ bbr_ack_aggregation_cwnd (const udx_stream_t *s) {
   return extra;
 }
 
-// Packet conservation on entering recovery, restore on leaving it.
-static bool
-bbr_recover_or_restore (udx_stream_t *s, udx_rate_sample_t *rs, uint32_t acked, uint32_t *out) {
+// Losses come off the window; leaving recovery restores the window from
+// before it. There is no packet conservation (cwnd = inflight for a round
+// after each entry into recovery, as Linux's BBRv1 does): BBR paces, and
+// under random loss a stream is in recovery nearly all the time, so the
+// window stayed below the pipe (5% loss, 100 Mbit/s, 40 ms: goodput 87.9-
+// 88.6% with it, 89.1-89.2% without; 1% and 0% unchanged).
+static void
+bbr_recover_or_restore (udx_stream_t *s, udx_rate_sample_t *rs, uint32_t *cwnd) {
   uint8_t prev = s->bbr.prev_ca_state;
   uint8_t state = s->ca_state;
-  uint32_t cwnd = s->cwnd;
-
   if (rs->losses > 0) {
-    cwnd = cwnd > rs->losses ? cwnd - rs->losses : 1;
+    *cwnd = *cwnd > rs->losses ? *cwnd - rs->losses : 1;
   }
-
-  // Packet conservation on entering recovery, but not in Startup: random
-  // loss there would halve the ramp's growth each round it strikes, and a
-  // queue that really overflows ends Startup through the loss signal.
-  if (state == UDX_CA_RECOVERY && prev != UDX_CA_RECOVERY && s->bbr.state != UDX_BBR_STATE_STARTUP) {
-    s->bbr.use_packet_conservation = true;
-    s->bbr.next_rtt_delivered = s->delivered;
-    cwnd = s->inflight + acked;
-  } else if (prev >= UDX_CA_RECOVERY && state == UDX_CA_OPEN) {
-    cwnd = udx__max_u32(cwnd, s->bbr.prior_cwnd);
-    s->bbr.use_packet_conservation = false;
+  if (prev >= UDX_CA_RECOVERY && state == UDX_CA_OPEN) {
+    *cwnd = udx__max_u32(*cwnd, s->bbr.prior_cwnd);
   }
-
   s->bbr.prev_ca_state = state;
-
-  if (s->bbr.use_packet_conservation) {
-    *out = udx__max_u32(cwnd, s->inflight + acked);
-    return true;
-  }
-  *out = cwnd;
-  return false;
 }
 
 static void
@@ -194,15 +180,14 @@ bbr_set_cwnd (udx_stream_t *s, udx_rate_sample_t *rs, uint32_t acked, double bw,
   uint32_t cwnd = s->cwnd;
 
   if (acked) {
-    if (!bbr_recover_or_restore(s, rs, acked, &cwnd)) {
-      uint32_t target = bbr_bdp(s, bw, gain) + bbr_ack_aggregation_cwnd(s);
-      if (s->bbr.full_bw_reached) {
-        cwnd = udx__min_u32(cwnd + acked, target);
-      } else if (cwnd < target || s->delivered < 10) {
-        cwnd = cwnd + acked;
-      }
-      cwnd = udx__max_u32(cwnd, bbr_cwnd_min_target);
+    bbr_recover_or_restore(s, rs, &cwnd);
+    uint32_t target = bbr_bdp(s, bw, gain) + bbr_ack_aggregation_cwnd(s);
+    if (s->bbr.full_bw_reached) {
+      cwnd = udx__min_u32(cwnd + acked, target);
+    } else if (cwnd < target || s->delivered < 10) {
+      cwnd = cwnd + acked;
     }
+    cwnd = udx__max_u32(cwnd, bbr_cwnd_min_target);
   }
 
   s->cwnd = cwnd;
@@ -256,7 +241,6 @@ bbr_update_bw (udx_stream_t *s, udx_rate_sample_t *rs) {
     s->bbr.next_rtt_delivered = s->delivered;
     s->bbr.rtt_count++;
     s->bbr.round_start = true;
-    s->bbr.use_packet_conservation = false;
   }
 
   double bw = (double) rs->delivered_bytes / (double) rs->interval_us;
@@ -488,7 +472,6 @@ udx__bbr_init (udx_stream_t *s) {
   b->rtt_count = 0;
   b->next_rtt_delivered = s->delivered;
   b->prev_ca_state = UDX_CA_OPEN;
-  b->use_packet_conservation = false;
   b->probe_rtt_done_time = 0;
   b->probe_rtt_round_done = false;
   b->min_rtt_us = UINT32_MAX;

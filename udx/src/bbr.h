@@ -16,7 +16,6 @@ typedef struct udx_bbr_s {
   uint8_t state; // UDX_BBR_STATE_*
   uint8_t prev_ca_state;
   uint8_t cycle_index;
-  bool use_packet_conservation;
   bool round_start;
   bool idle_restart;
   bool full_bw_reached;
