@@ -49,8 +49,11 @@ static char hash_hex[129];
 static double t_start, t_end, t_first, t_connect;
 static double cpu_u0, cpu_s0, cpu_u1, cpu_s1;
 static double received;
-static uint8_t *kept; // hash "after": the bytes, hashed once the transfer ended
-static size_t kept_len, kept_cap;
+// hash "after": the bytes, kept in blocks and hashed once the transfer ended
+// (one growing buffer would copy everything it holds at each doubling)
+#define KEPT_BLOCK (4u << 20)
+static uint8_t **kept;
+static size_t kept_blocks, kept_cap, kept_tail; // bytes used in the last block
 static const char *error_code = NULL;
 
 static double
@@ -272,8 +275,8 @@ on_readable (udx_stream_t *s) {
       if (!sender) {
         t_end = wall_ms();
         cpu_now(&cpu_u1, &cpu_s1);
-        if (kept)
-          crypto_generichash_update(&hs, kept, kept_len);
+        for (size_t b = 0; b < kept_blocks; b++)
+          crypto_generichash_update(&hs, kept[b], b + 1 < kept_blocks ? KEPT_BLOCK : kept_tail);
         if (o.hash[0] != 'o')
           finish_hash();
       }
@@ -290,18 +293,26 @@ on_readable (udx_stream_t *s) {
       }
       received += len;
       if (o.hash[0] == 'a') {
-        if (kept_len + len > kept_cap) {
-          size_t cap = kept_cap ? kept_cap * 2 : (64 << 20);
-          while (cap < kept_len + len)
-            cap *= 2;
-          uint8_t *k = realloc(kept, cap);
-          if (k == NULL)
-            abort();
-          kept = k;
-          kept_cap = cap;
+        size_t off = 0;
+        while (off < len) {
+          if (kept_blocks == 0 || kept_tail == KEPT_BLOCK) {
+            if (kept_blocks == kept_cap) {
+              kept_cap = kept_cap ? kept_cap * 2 : 64;
+              kept = realloc(kept, kept_cap * sizeof(*kept));
+              if (kept == NULL)
+                abort();
+            }
+            kept[kept_blocks] = malloc(KEPT_BLOCK);
+            if (kept[kept_blocks] == NULL)
+              abort();
+            kept_blocks++;
+            kept_tail = 0;
+          }
+          size_t n = len - off < KEPT_BLOCK - kept_tail ? len - off : KEPT_BLOCK - kept_tail;
+          memcpy(kept[kept_blocks - 1] + kept_tail, p + off, n);
+          kept_tail += n;
+          off += n;
         }
-        memcpy(kept + kept_len, p, len);
-        kept_len += len;
       } else if (o.hash[0] == 'i') {
         crypto_generichash_update(&hs, p, len);
       }
