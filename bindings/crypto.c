@@ -26,11 +26,10 @@
 #include <string.h>
 
 #include "bind.h"
-#include "udx_bind.h"
+#include "crypto_bind.h"
 #include "ludx_crypto.h"
 
 #define NOISE_MT   "ludx.crypto.noise"
-#define FRAMER_MT  "ludx.crypto.framer"
 #define UNORDER_MT "ludx.crypto.unordered"
 
 static const char *
@@ -41,14 +40,14 @@ fname (lua_State *L) {
   return "?";
 }
 
-static int
-push_crypto_error (lua_State *L, int rc) {
+int
+ludx_push_crypto_error (lua_State *L, int rc) {
   return ludx_push_error(L, ludx_crypto_strerror(rc), ludx_crypto_errname(rc));
 }
 
 // A string of exactly `want` bytes.
-static const uint8_t *
-check_bytes (lua_State *L, int idx, const char *name, size_t want) {
+const uint8_t *
+ludx_check_bytes (lua_State *L, int idx, const char *name, size_t want) {
   size_t len;
   const char *s = ludx_check_lstring(L, idx, name, &len);
   if (len != want)
@@ -60,11 +59,11 @@ static const uint8_t *
 opt_bytes (lua_State *L, int idx, const char *name, size_t want) {
   if (lua_isnoneornil(L, idx))
     return NULL;
-  return check_bytes(L, idx, name, want);
+  return ludx_check_bytes(L, idx, name, want);
 }
 
-static int
-check_boolean (lua_State *L, int idx, const char *name) {
+int
+ludx_check_boolean (lua_State *L, int idx, const char *name) {
   if (lua_type(L, idx) != LUA_TBOOLEAN)
     luaL_error(L, "bad argument '%s' to '%s' (boolean expected, got %s)", name, fname(L), luaL_typename(L, idx));
   return lua_toboolean(L, idx);
@@ -113,7 +112,7 @@ l_keypair (lua_State *L) {
   ludx_keypair_t kp;
   int rc = seed ? ludx_keypair_seed(&kp, seed) : ludx_keypair_random(&kp);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, kp.public_key, sizeof(kp.public_key));
   push_bytes(L, kp.secret_key, sizeof(kp.secret_key));
   ludx_wipe(&kp, sizeof(kp));
@@ -124,11 +123,11 @@ static int
 l_sign (lua_State *L) {
   size_t len;
   const char *msg = ludx_check_lstring(L, 1, "message", &len);
-  const uint8_t *sk = check_bytes(L, 2, "secret_key", LUDX_SECRETKEYBYTES);
+  const uint8_t *sk = ludx_check_bytes(L, 2, "secret_key", LUDX_SECRETKEYBYTES);
   uint8_t sig[LUDX_SIGNBYTES];
   int rc = ludx_sign(sig, (const uint8_t *) msg, len, sk);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, sig, sizeof(sig));
   return 1;
 }
@@ -139,7 +138,7 @@ l_verify (lua_State *L) {
   size_t sig_len, len;
   const char *sig = ludx_check_lstring(L, 1, "signature", &sig_len);
   const char *msg = ludx_check_lstring(L, 2, "message", &len);
-  const uint8_t *pk = check_bytes(L, 3, "public_key", LUDX_PUBLICKEYBYTES);
+  const uint8_t *pk = ludx_check_bytes(L, 3, "public_key", LUDX_PUBLICKEYBYTES);
   int ok = sig_len == LUDX_SIGNBYTES && ludx_verify((const uint8_t *) sig, (const uint8_t *) msg, len, pk) == 0;
   lua_pushboolean(L, ok);
   return 1;
@@ -147,12 +146,12 @@ l_verify (lua_State *L) {
 
 static int
 l_dh (lua_State *L) {
-  const uint8_t *sk = check_bytes(L, 1, "secret_key", LUDX_SECRETKEYBYTES);
-  const uint8_t *pk = check_bytes(L, 2, "remote_public_key", LUDX_PUBLICKEYBYTES);
+  const uint8_t *sk = ludx_check_bytes(L, 1, "secret_key", LUDX_SECRETKEYBYTES);
+  const uint8_t *pk = ludx_check_bytes(L, 2, "remote_public_key", LUDX_PUBLICKEYBYTES);
   uint8_t out[LUDX_DHBYTES];
   int rc = ludx_dh(out, sk, pk);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, out, sizeof(out));
   ludx_wipe(out, sizeof(out));
   return 1;
@@ -167,7 +166,7 @@ l_blake2b (lua_State *L) {
   uint8_t out[64];
   int rc = ludx_blake2b(out, out_len, (const uint8_t *) data, len, key, key_len);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, out, out_len);
   return 1;
 }
@@ -196,7 +195,7 @@ l_blake2b_batch (lua_State *L) {
   uint8_t out[64];
   int rc = ludx_blake2b_batch(out, out_len, parts, n, key, key_len);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, out, out_len);
   return 1;
 }
@@ -215,8 +214,8 @@ static int
 l_secretbox (lua_State *L) {
   size_t len;
   const char *msg = ludx_check_lstring(L, 1, "message", &len);
-  const uint8_t *nonce = check_bytes(L, 2, "nonce", crypto_secretbox_NONCEBYTES);
-  const uint8_t *key = check_bytes(L, 3, "key", crypto_secretbox_KEYBYTES);
+  const uint8_t *nonce = ludx_check_bytes(L, 2, "nonce", crypto_secretbox_NONCEBYTES);
+  const uint8_t *key = ludx_check_bytes(L, 3, "key", crypto_secretbox_KEYBYTES);
   size_t out_len = len + crypto_secretbox_MACBYTES;
   uint8_t *out = lua_newuserdata(L, out_len);
   crypto_secretbox_easy(out, (const uint8_t *) msg, len, nonce, key);
@@ -228,14 +227,14 @@ static int
 l_secretbox_open (lua_State *L) {
   size_t len;
   const char *box = ludx_check_lstring(L, 1, "box", &len);
-  const uint8_t *nonce = check_bytes(L, 2, "nonce", crypto_secretbox_NONCEBYTES);
-  const uint8_t *key = check_bytes(L, 3, "key", crypto_secretbox_KEYBYTES);
+  const uint8_t *nonce = ludx_check_bytes(L, 2, "nonce", crypto_secretbox_NONCEBYTES);
+  const uint8_t *key = ludx_check_bytes(L, 3, "key", crypto_secretbox_KEYBYTES);
   if (len < crypto_secretbox_MACBYTES)
-    return push_crypto_error(L, LUDX_CRYPTO_EDECRYPT);
+    return ludx_push_crypto_error(L, LUDX_CRYPTO_EDECRYPT);
   size_t out_len = len - crypto_secretbox_MACBYTES;
   uint8_t *out = lua_newuserdata(L, out_len > 0 ? out_len : 1);
   if (crypto_secretbox_open_easy(out, (const uint8_t *) box, len, nonce, key) != 0)
-    return push_crypto_error(L, LUDX_CRYPTO_EDECRYPT);
+    return ludx_push_crypto_error(L, LUDX_CRYPTO_EDECRYPT);
   push_bytes(L, out, out_len);
   return 1;
 }
@@ -255,8 +254,8 @@ l_randombytes (lua_State *L) {
 
 static int
 l_stream_id (lua_State *L) {
-  const uint8_t *hash = check_bytes(L, 1, "hash", LUDX_HASHBYTES);
-  int initiator = check_boolean(L, 2, "initiator");
+  const uint8_t *hash = ludx_check_bytes(L, 1, "hash", LUDX_HASHBYTES);
+  int initiator = ludx_check_boolean(L, 2, "initiator");
   uint8_t out[LUDX_SS_IDBYTES];
   ludx_ss_stream_id(out, hash, initiator);
   push_bytes(L, out, sizeof(out));
@@ -265,7 +264,7 @@ l_stream_id (lua_State *L) {
 
 static int
 l_holepunch_secret (lua_State *L) {
-  const uint8_t *hash = check_bytes(L, 1, "hash", LUDX_HASHBYTES);
+  const uint8_t *hash = ludx_check_bytes(L, 1, "hash", LUDX_HASHBYTES);
   uint8_t out[LUDX_KEYBYTES];
   ludx_holepunch_secret(out, hash);
   push_bytes(L, out, sizeof(out));
@@ -280,7 +279,7 @@ l_frame (lua_State *L) {
   uint8_t prefix[LUDX_SS_PREFIXBYTES];
   int rc = ludx_ss_prefix(prefix, len);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   lua_pushlstring(L, (const char *) prefix, sizeof(prefix));
   lua_pushvalue(L, 1);
   lua_concat(L, 2);
@@ -306,7 +305,7 @@ l_noise (lua_State *L) {
     pattern = LUDX_NOISE_IK;
   else
     return luaL_error(L, "bad argument 'pattern' to 'noise' ('XX' or 'IK' expected, got '%s')", pat);
-  int initiator = check_boolean(L, 2, "initiator");
+  int initiator = ludx_check_boolean(L, 2, "initiator");
   ludx_keypair_t kp;
   if (lua_isnoneornil(L, 3))
     ludx_keypair_random(&kp);
@@ -323,14 +322,14 @@ l_noise (lua_State *L) {
   ludx_noise_t *hs = malloc(sizeof(*hs));
   if (hs == NULL) {
     ludx_wipe(&kp, sizeof(kp));
-    return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+    return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
   }
   int rc = ludx_noise_init(hs, pattern, initiator, &kp, (const uint8_t *) prologue, prologue_len, rs);
   ludx_wipe(&kp, sizeof(kp));
   if (rc < 0) {
     ludx_noise_wipe(hs);
     free(hs);
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   }
   ludx_new_object(L, NOISE_MT, hs);
   return 1;
@@ -345,7 +344,7 @@ l_noise_set_ephemeral (lua_State *L) {
   int rc = ludx_noise_set_ephemeral(hs, &kp);
   ludx_wipe(&kp, sizeof(kp));
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -357,15 +356,15 @@ l_noise_send (lua_State *L) {
   size_t len;
   const char *payload = ludx_opt_lstring(L, 2, "payload", "", &len);
   if (hs->status == LUDX_NOISE_FAILED)
-    return push_crypto_error(L, hs->error);
+    return ludx_push_crypto_error(L, hs->error);
   long size = ludx_noise_send_size(hs, len);
   if (size < 0)
-    return push_crypto_error(L, (int) size);
+    return ludx_push_crypto_error(L, (int) size);
   uint8_t *out = lua_newuserdata(L, (size_t) size);
   size_t out_len;
   int rc = ludx_noise_send(hs, (const uint8_t *) payload, len, out, (size_t) size, &out_len);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, out, out_len);
   return 1;
 }
@@ -377,20 +376,20 @@ l_noise_recv (lua_State *L) {
   size_t len;
   const char *msg = ludx_check_lstring(L, 2, "message", &len);
   if (hs->status == LUDX_NOISE_FAILED)
-    return push_crypto_error(L, hs->error);
+    return ludx_push_crypto_error(L, hs->error);
   long size = ludx_noise_recv_size(hs, len);
   if (size == LUDX_CRYPTO_EHANDSHAKE) {
     // a message of an impossible size fails the handshake like a bad one
     int rc = ludx_noise_recv(hs, (const uint8_t *) msg, len, NULL, 0, NULL);
-    return push_crypto_error(L, rc < 0 ? rc : LUDX_CRYPTO_EHANDSHAKE);
+    return ludx_push_crypto_error(L, rc < 0 ? rc : LUDX_CRYPTO_EHANDSHAKE);
   }
   if (size < 0)
-    return push_crypto_error(L, (int) size);
+    return ludx_push_crypto_error(L, (int) size);
   uint8_t *payload = lua_newuserdata(L, size > 0 ? (size_t) size : 1);
   size_t payload_len = 0;
   int rc = ludx_noise_recv(hs, (const uint8_t *) msg, len, payload, (size_t) size, &payload_len);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, payload, payload_len);
   return 1;
 }
@@ -430,7 +429,7 @@ l_noise_result (lua_State *L) {
   ludx_noise_result_t r;
   int rc = ludx_noise_result(hs, &r);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   lua_createtable(L, 0, 5);
   push_bytes(L, r.tx, sizeof(r.tx));
   lua_setfield(L, -2, "tx");
@@ -459,330 +458,6 @@ l_noise_destroy (lua_State *L) {
 }
 
 //----------------------------------------------------------------------------
-// Framer: the secret-stream byte stream (ludx_ss_t) for a Lua stream. It
-// keeps the raw bytes that follow a handshake frame until feed is called
-// again, so the caller can install the keys (start) in between.
-
-typedef struct {
-  ludx_ss_t ss;
-  uint8_t *pend; // raw input held back after a handshake frame
-  size_t pend_len, pend_cap;
-  uint8_t *out; // plaintext of several frames of one feed
-  size_t out_len, out_cap;
-} framer_t;
-
-static framer_t *
-check_framer (lua_State *L) {
-  return ludx_check_open(L, 1, FRAMER_MT, "framer");
-}
-
-static int
-grow (uint8_t **p, size_t *cap, size_t need) {
-  if (*cap >= need)
-    return 0;
-  size_t n = *cap * 2 > need ? *cap * 2 : need;
-  if (n < 256)
-    n = 256;
-  uint8_t *q = realloc(*p, n);
-  if (q == NULL)
-    return LUDX_CRYPTO_ENOMEM;
-  *p = q;
-  *cap = n;
-  return 0;
-}
-
-static void
-framer_free (framer_t *f) {
-  ludx_ss_destroy(&f->ss);
-  if (f->out)
-    sodium_memzero(f->out, f->out_cap);
-  free(f->pend);
-  free(f->out);
-  free(f);
-}
-
-static int
-l_framer (lua_State *L) {
-  framer_t *f = calloc(1, sizeof(*f));
-  if (f == NULL)
-    return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-  ludx_ss_init(&f->ss);
-  ludx_new_object(L, FRAMER_MT, f);
-  return 1;
-}
-
-// f:start(initiator, tx, rx, hash) -> our id/header frame (59 bytes)
-static int
-l_framer_start (lua_State *L) {
-  framer_t *f = check_framer(L);
-  int initiator = check_boolean(L, 2, "initiator");
-  const uint8_t *tx = check_bytes(L, 3, "tx", LUDX_KEYBYTES);
-  const uint8_t *rx = check_bytes(L, 4, "rx", LUDX_KEYBYTES);
-  const uint8_t *hash = check_bytes(L, 5, "hash", LUDX_HASHBYTES);
-  uint8_t header[LUDX_SS_HEADER_FRAMEBYTES];
-  int rc = ludx_ss_start(&f->ss, initiator, tx, rx, hash, header);
-  if (rc < 0)
-    return push_crypto_error(L, rc);
-  push_bytes(L, header, sizeof(header));
-  return 1;
-}
-
-// f:encrypt(plaintext) -> one data frame ("" is a keep-alive)
-static int
-l_framer_encrypt (lua_State *L) {
-  framer_t *f = check_framer(L);
-  size_t len;
-  const char *msg = ludx_check_lstring(L, 2, "data", &len);
-  const uint8_t *frame;
-  size_t frame_len;
-  int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
-  if (rc < 0)
-    return push_crypto_error(L, rc);
-  push_bytes(L, frame, frame_len);
-  return 1;
-}
-
-// f:feed(raw) -> plaintext, handshake_message | nil, msg, code
-//
-// The plaintext of every complete data frame in the input, concatenated
-// ("" when there is none). In the handshake phase it stops after one
-// handshake frame and returns its body second; the bytes after it are held
-// until the next call (feed("") continues). On any bad input the stream is
-// failed and nothing of this call is returned, so no byte that did not
-// authenticate (or that follows one that did not) ever reaches the caller.
-static int
-l_framer_feed (lua_State *L) {
-  framer_t *f = check_framer(L);
-  size_t len;
-  const uint8_t *data = (const uint8_t *) ludx_check_lstring(L, 2, "data", &len);
-  const uint8_t *in = data;
-  size_t in_len = len;
-  int held = f->pend_len > 0;
-  if (held) {
-    if (len > 0) {
-      if (grow(&f->pend, &f->pend_cap, f->pend_len + len) < 0)
-        return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-      memcpy(f->pend + f->pend_len, data, len);
-      f->pend_len += len;
-    }
-    in = f->pend;
-    in_len = f->pend_len;
-  }
-
-  f->out_len = 0;
-  for (;;) {
-    const uint8_t *out;
-    size_t out_len;
-    int rc = ludx_ss_read(&f->ss, &in, &in_len, &out, &out_len);
-    if (rc < 0) {
-      f->pend_len = 0;
-      f->out_len = 0;
-      return push_crypto_error(L, rc);
-    }
-    if (rc == LUDX_SS_NEED_MORE)
-      break;
-    if (rc == LUDX_SS_HANDSHAKE) {
-      // no data frame can come before keys, so the plaintext is empty
-      lua_pushliteral(L, "");
-      push_bytes(L, out, out_len); // before `in` (maybe in pend) moves
-      if (in_len > 0) {
-        if (held) {
-          memmove(f->pend, in, in_len);
-        } else if (grow(&f->pend, &f->pend_cap, in_len) < 0) {
-          return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-        } else {
-          memcpy(f->pend, in, in_len);
-        }
-      }
-      f->pend_len = in_len;
-      return 2;
-    }
-    // LUDX_SS_DATA: the last frame of the input goes out without a copy
-    if (in_len == 0 && f->out_len == 0) {
-      f->pend_len = 0;
-      push_bytes(L, out, out_len);
-      return 1;
-    }
-    if (grow(&f->out, &f->out_cap, f->out_len + out_len) < 0) {
-      f->pend_len = 0;
-      f->out_len = 0;
-      return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-    }
-    memcpy(f->out + f->out_len, out, out_len);
-    f->out_len += out_len;
-  }
-  f->pend_len = 0;
-  lua_pushlstring(L, f->out_len ? (const char *) f->out : "", f->out_len);
-  f->out_len = 0;
-  return 1;
-}
-
-// f:feed_udx(stream [, max]) -> plaintext, raw bytes used | false (nothing
-// yet) | nil (EOF) | nil, msg, code. The data phase over a udx stream, without a Lua string
-// for the raw bytes: frames are decrypted straight from the stream's read
-// buffer, which is consumed as it is read. It stops once about max bytes
-// of plaintext (default 64 KiB) are collected. Only for after the handshake
-// (no handshake frame may come), and with nothing held from feed().
-static int
-l_framer_feed_udx (lua_State *L) {
-  framer_t *f = check_framer(L);
-  int closed;
-  udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
-  size_t max = (size_t) ludx_opt_integer(L, 3, "max", 65536, 1, (lua_Integer) 1 << 30);
-  if (f->pend_len > 0)
-    return luaL_error(L, "framer: feed_udx with bytes held from feed");
-  f->out_len = 0;
-  int eof = 0;
-  size_t used = 0;
-  // the latest frame stays where it was decrypted; it is copied into f->out
-  // only when another one follows, so a single frame needs no copy
-  const uint8_t *last = NULL;
-  size_t last_len = 0;
-  while (st != NULL && f->out_len + last_len < max) {
-    const uint8_t *p;
-    size_t len;
-    int r = udx_stream_read_peek(st, &p, &len);
-    if (r == UV_EOF) {
-      eof = 1;
-      break;
-    }
-    if (r < 0 || len == 0)
-      break;
-    const uint8_t *in = p;
-    size_t in_len = len;
-    for (;;) {
-      const uint8_t *out;
-      size_t out_len;
-      if (last != NULL) {
-        if (grow(&f->out, &f->out_cap, f->out_len + last_len) < 0) {
-          f->out_len = 0;
-          return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-        }
-        memcpy(f->out + f->out_len, last, last_len);
-        f->out_len += last_len;
-        last = NULL;
-        last_len = 0;
-      }
-      int rc = ludx_ss_read(&f->ss, &in, &in_len, &out, &out_len);
-      if (rc < 0 || rc == LUDX_SS_HANDSHAKE) {
-        f->out_len = 0;
-        return push_crypto_error(L, rc < 0 ? rc : LUDX_CRYPTO_ESTATE);
-      }
-      if (rc == LUDX_SS_NEED_MORE)
-        break;
-      last = out;
-      last_len = out_len;
-    }
-    // ludx_ss_read took every byte (a partial frame is kept inside it)
-    udx_stream_read_consume(st, len - in_len);
-    used += len - in_len;
-  }
-  if (f->out_len == 0 && last != NULL) {
-    lua_pushlstring(L, (const char *) last, last_len);
-    lua_pushinteger(L, (lua_Integer) used);
-    return 2;
-  }
-  if (last != NULL) {
-    if (grow(&f->out, &f->out_cap, f->out_len + last_len) < 0) {
-      f->out_len = 0;
-      return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-    }
-    memcpy(f->out + f->out_len, last, last_len);
-    f->out_len += last_len;
-  }
-  if (f->out_len > 0) {
-    lua_pushlstring(L, (const char *) f->out, f->out_len);
-    lua_pushinteger(L, (lua_Integer) used);
-    f->out_len = 0;
-    return 2;
-  } else if (eof || st == NULL || closed) {
-    lua_pushnil(L);
-  } else {
-    lua_pushboolean(L, 0);
-  }
-  return 1;
-}
-
-// f:encrypt_udx(stream, plaintext) -> 1 below the stream's high-water
-// mark, 0 above it (the frame is queued either way) | nil, msg, code. One
-// frame, encrypted in C and queued on the udx stream with no Lua string.
-static int
-l_framer_encrypt_udx (lua_State *L) {
-  framer_t *f = check_framer(L);
-  int closed;
-  udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
-  size_t len;
-  const char *msg = ludx_check_lstring(L, 3, "data", &len);
-  if (st == NULL || closed)
-    return ludx_push_error(L, "stream is closed", "EPIPE");
-  const uint8_t *frame;
-  size_t frame_len;
-  int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
-  if (rc < 0)
-    return push_crypto_error(L, rc);
-  int r = udx_stream_write(st, frame, frame_len);
-  if (r < 0)
-    return ludx_push_uv_error(L, r);
-  lua_pushinteger(L, r);
-  return 1;
-}
-
-// f:pending() -> raw bytes held that do not make a whole frame yet
-static int
-l_framer_pending (lua_State *L) {
-  framer_t *f = check_framer(L);
-  lua_pushinteger(L, (lua_Integer) (f->pend_len + f->ss.prefix_have + f->ss.buf_len));
-  return 1;
-}
-
-// f:ready() -> true once the peer's id/header frame was accepted
-static int
-l_framer_ready (lua_State *L) {
-  lua_pushboolean(L, ludx_ss_ready(&check_framer(L)->ss));
-  return 1;
-}
-
-// f:error() -> nil | msg, code (the error that failed the framer)
-static int
-l_framer_error (lua_State *L) {
-  framer_t *f = check_framer(L);
-  if (f->ss.error == 0)
-    return 0;
-  lua_pushstring(L, ludx_crypto_strerror(f->ss.error));
-  lua_pushstring(L, ludx_crypto_errname(f->ss.error));
-  return 2;
-}
-
-static void
-set_number (lua_State *L, const char *k, uint64_t v) {
-  lua_pushnumber(L, (lua_Number) v);
-  lua_setfield(L, -2, k);
-}
-
-// f:stats() -> {frames_in, frames_out, keepalives_in, bytes_in, bytes_out}
-static int
-l_framer_stats (lua_State *L) {
-  const ludx_ss_stats_t *s = ludx_ss_stats(&check_framer(L)->ss);
-  lua_createtable(L, 0, 5);
-  set_number(L, "frames_in", s->frames_in);
-  set_number(L, "frames_out", s->frames_out);
-  set_number(L, "keepalives_in", s->keepalives_in);
-  set_number(L, "bytes_in", s->bytes_in);
-  set_number(L, "bytes_out", s->bytes_out);
-  return 1;
-}
-
-static int
-l_framer_destroy (lua_State *L) {
-  void **ud = luaL_checkudata(L, 1, FRAMER_MT);
-  if (*ud != NULL) {
-    framer_free(*ud);
-    *ud = NULL;
-  }
-  return 0;
-}
-
-//----------------------------------------------------------------------------
 // Unordered datagrams (secret-stream send/trySend).
 
 static ludx_unordered_t *
@@ -792,15 +467,15 @@ check_unordered (lua_State *L) {
 
 static int
 l_unordered (lua_State *L) {
-  int initiator = check_boolean(L, 1, "initiator");
-  const uint8_t *hash = check_bytes(L, 2, "hash", LUDX_HASHBYTES);
+  int initiator = ludx_check_boolean(L, 1, "initiator");
+  const uint8_t *hash = ludx_check_bytes(L, 2, "hash", LUDX_HASHBYTES);
   ludx_unordered_t *u = malloc(sizeof(*u));
   if (u == NULL)
-    return push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+    return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
   int rc = ludx_unordered_init(u, initiator, hash);
   if (rc < 0) {
     free(u);
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   }
   ludx_new_object(L, UNORDER_MT, u);
   return 1;
@@ -817,7 +492,7 @@ l_unordered_seal (lua_State *L) {
   size_t out_len;
   int rc = ludx_unordered_seal(u, (const uint8_t *) msg, len, out, cap, &out_len);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, out, out_len);
   return 1;
 }
@@ -829,13 +504,13 @@ l_unordered_open (lua_State *L) {
   size_t len;
   const char *in = ludx_check_lstring(L, 2, "datagram", &len);
   if (len < LUDX_UNORDERED_OVERHEAD)
-    return push_crypto_error(L, LUDX_CRYPTO_EFRAME);
+    return ludx_push_crypto_error(L, LUDX_CRYPTO_EFRAME);
   size_t cap = len - LUDX_UNORDERED_OVERHEAD;
   uint8_t *out = lua_newuserdata(L, cap > 0 ? cap : 1);
   size_t out_len;
   int rc = ludx_unordered_open(u, (const uint8_t *) in, len, out, cap, &out_len);
   if (rc < 0)
-    return push_crypto_error(L, rc);
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, out, out_len);
   return 1;
 }
@@ -870,20 +545,6 @@ ludx_bind_crypto (lua_State *L) {
       {"__gc", l_noise_destroy},
       {NULL, NULL},
   };
-  static const luaL_Reg framer_methods[] = {
-      {"start", l_framer_start},
-      {"encrypt", l_framer_encrypt},
-      {"feed", l_framer_feed},
-      {"feed_udx", l_framer_feed_udx},
-      {"encrypt_udx", l_framer_encrypt_udx},
-      {"pending", l_framer_pending},
-      {"ready", l_framer_ready},
-      {"error", l_framer_error},
-      {"stats", l_framer_stats},
-      {"destroy", l_framer_destroy},
-      {"__gc", l_framer_destroy},
-      {NULL, NULL},
-  };
   static const luaL_Reg unordered_methods[] = {
       {"seal", l_unordered_seal},
       {"open", l_unordered_open},
@@ -906,16 +567,15 @@ ludx_bind_crypto (lua_State *L) {
       {"holepunch_secret", l_holepunch_secret},
       {"frame", l_frame},
       {"noise", l_noise},
-      {"framer", l_framer},
       {"unordered", l_unordered},
       {NULL, NULL},
   };
   ludx_new_class(L, NOISE_MT, noise_methods);
-  ludx_new_class(L, FRAMER_MT, framer_methods);
   ludx_new_class(L, UNORDER_MT, unordered_methods);
 
   lua_createtable(L, 0, 24);
   ludx_set_funcs(L, funcs);
+  ludx_bind_framer(L);
   lua_pushinteger(L, LUDX_SS_MAX_WRITE);
   lua_setfield(L, -2, "MAX_WRITE");
   lua_pushinteger(L, LUDX_SS_MAX_FRAME);

@@ -1,0 +1,358 @@
+// core.crypto.framer(): the secret-stream byte stream (ludx_ss_t) for a Lua
+// stream. It keeps the raw bytes that follow a handshake frame until feed
+// is called again, so the caller can install the keys (start) in between;
+// over a udx stream, feed_udx and encrypt_udx work on the stream's own
+// buffers, with no Lua string for the raw bytes.
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+#include "crypto_bind.h"
+#include "ludx_crypto.h"
+#include "udx_bind.h"
+
+#define FRAMER_MT "ludx.crypto.framer"
+
+static void
+push_bytes (lua_State *L, const uint8_t *p, size_t len) {
+  lua_pushlstring(L, (const char *) p, len);
+}
+
+typedef struct {
+  ludx_ss_t ss;
+  uint8_t *pend; // raw input held back after a handshake frame
+  size_t pend_len, pend_cap;
+  uint8_t *out; // plaintext of several frames of one feed
+  size_t out_len, out_cap;
+} framer_t;
+
+static framer_t *
+check_framer (lua_State *L) {
+  return ludx_check_open(L, 1, FRAMER_MT, "framer");
+}
+
+static int
+grow (uint8_t **p, size_t *cap, size_t need) {
+  if (*cap >= need)
+    return 0;
+  size_t n = *cap * 2 > need ? *cap * 2 : need;
+  if (n < 256)
+    n = 256;
+  uint8_t *q = realloc(*p, n);
+  if (q == NULL)
+    return LUDX_CRYPTO_ENOMEM;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+// Appends plaintext to f->out; on failure f->out is emptied.
+static int
+out_append (framer_t *f, const uint8_t *p, size_t n) {
+  if (grow(&f->out, &f->out_cap, f->out_len + n) < 0) {
+    f->out_len = 0;
+    return LUDX_CRYPTO_ENOMEM;
+  }
+  memcpy(f->out + f->out_len, p, n);
+  f->out_len += n;
+  return 0;
+}
+
+static void
+framer_free (framer_t *f) {
+  ludx_ss_destroy(&f->ss);
+  if (f->out)
+    sodium_memzero(f->out, f->out_cap);
+  free(f->pend);
+  free(f->out);
+  free(f);
+}
+
+static int
+l_framer (lua_State *L) {
+  framer_t *f = calloc(1, sizeof(*f));
+  if (f == NULL)
+    return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+  ludx_ss_init(&f->ss);
+  ludx_new_object(L, FRAMER_MT, f);
+  return 1;
+}
+
+// f:start(initiator, tx, rx, hash) -> our id/header frame (59 bytes)
+static int
+l_framer_start (lua_State *L) {
+  framer_t *f = check_framer(L);
+  int initiator = ludx_check_boolean(L, 2, "initiator");
+  const uint8_t *tx = ludx_check_bytes(L, 3, "tx", LUDX_KEYBYTES);
+  const uint8_t *rx = ludx_check_bytes(L, 4, "rx", LUDX_KEYBYTES);
+  const uint8_t *hash = ludx_check_bytes(L, 5, "hash", LUDX_HASHBYTES);
+  uint8_t header[LUDX_SS_HEADER_FRAMEBYTES];
+  int rc = ludx_ss_start(&f->ss, initiator, tx, rx, hash, header);
+  if (rc < 0)
+    return ludx_push_crypto_error(L, rc);
+  push_bytes(L, header, sizeof(header));
+  return 1;
+}
+
+// f:encrypt(plaintext) -> one data frame ("" is a keep-alive)
+static int
+l_framer_encrypt (lua_State *L) {
+  framer_t *f = check_framer(L);
+  size_t len;
+  const char *msg = ludx_check_lstring(L, 2, "data", &len);
+  const uint8_t *frame;
+  size_t frame_len;
+  int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
+  if (rc < 0)
+    return ludx_push_crypto_error(L, rc);
+  push_bytes(L, frame, frame_len);
+  return 1;
+}
+
+// f:feed(raw) -> plaintext, handshake_message | nil, msg, code
+//
+// The plaintext of every complete data frame in the input, concatenated
+// ("" when there is none). In the handshake phase it stops after one
+// handshake frame and returns its body second; the bytes after it are held
+// until the next call (feed("") continues). On any bad input the stream is
+// failed and nothing of this call is returned, so no byte that did not
+// authenticate (or that follows one that did not) ever reaches the caller.
+static int
+l_framer_feed (lua_State *L) {
+  framer_t *f = check_framer(L);
+  size_t len;
+  const uint8_t *data = (const uint8_t *) ludx_check_lstring(L, 2, "data", &len);
+  const uint8_t *in = data;
+  size_t in_len = len;
+  int held = f->pend_len > 0;
+  if (held) {
+    if (len > 0) {
+      if (grow(&f->pend, &f->pend_cap, f->pend_len + len) < 0)
+        return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+      memcpy(f->pend + f->pend_len, data, len);
+      f->pend_len += len;
+    }
+    in = f->pend;
+    in_len = f->pend_len;
+  }
+
+  f->out_len = 0;
+  for (;;) {
+    const uint8_t *out;
+    size_t out_len;
+    int rc = ludx_ss_read(&f->ss, &in, &in_len, &out, &out_len);
+    if (rc < 0) {
+      f->pend_len = 0;
+      f->out_len = 0;
+      return ludx_push_crypto_error(L, rc);
+    }
+    if (rc == LUDX_SS_NEED_MORE)
+      break;
+    if (rc == LUDX_SS_HANDSHAKE) {
+      // no data frame can come before keys, so the plaintext is empty
+      lua_pushliteral(L, "");
+      push_bytes(L, out, out_len); // before `in` (maybe in pend) moves
+      if (in_len > 0) {
+        if (held) {
+          memmove(f->pend, in, in_len);
+        } else if (grow(&f->pend, &f->pend_cap, in_len) < 0) {
+          return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+        } else {
+          memcpy(f->pend, in, in_len);
+        }
+      }
+      f->pend_len = in_len;
+      return 2;
+    }
+    // LUDX_SS_DATA: the last frame of the input goes out without a copy
+    if (in_len == 0 && f->out_len == 0) {
+      f->pend_len = 0;
+      push_bytes(L, out, out_len);
+      return 1;
+    }
+    if (out_append(f, out, out_len) < 0) {
+      f->pend_len = 0;
+      return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+    }
+  }
+  f->pend_len = 0;
+  lua_pushlstring(L, f->out_len ? (const char *) f->out : "", f->out_len);
+  f->out_len = 0;
+  return 1;
+}
+
+// f:feed_udx(stream [, max]) -> plaintext, raw bytes used | false (nothing
+// yet) | nil (EOF) | nil, msg, code. The data phase over a udx stream, without a Lua string
+// for the raw bytes: frames are decrypted straight from the stream's read
+// buffer, which is consumed as it is read. It stops once about max bytes
+// of plaintext (default 64 KiB) are collected. Only for after the handshake
+// (no handshake frame may come), and with nothing held from feed().
+static int
+l_framer_feed_udx (lua_State *L) {
+  framer_t *f = check_framer(L);
+  int closed;
+  udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
+  size_t max = (size_t) ludx_opt_integer(L, 3, "max", 65536, 1, (lua_Integer) 1 << 30);
+  if (f->pend_len > 0)
+    return luaL_error(L, "framer: feed_udx with bytes held from feed");
+  f->out_len = 0;
+  int eof = 0;
+  size_t used = 0;
+  // the latest frame stays where it was decrypted; it is copied into f->out
+  // only when another one follows, so a single frame needs no copy
+  const uint8_t *last = NULL;
+  size_t last_len = 0;
+  while (st != NULL && f->out_len + last_len < max) {
+    const uint8_t *p;
+    size_t len;
+    int r = udx_stream_read_peek(st, &p, &len);
+    if (r == UV_EOF) {
+      eof = 1;
+      break;
+    }
+    if (r < 0 || len == 0)
+      break;
+    const uint8_t *in = p;
+    size_t in_len = len;
+    for (;;) {
+      const uint8_t *out;
+      size_t out_len;
+      if (last != NULL) {
+        if (out_append(f, last, last_len) < 0)
+          return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+        last = NULL;
+        last_len = 0;
+      }
+      int rc = ludx_ss_read(&f->ss, &in, &in_len, &out, &out_len);
+      if (rc < 0 || rc == LUDX_SS_HANDSHAKE) {
+        f->out_len = 0;
+        return ludx_push_crypto_error(L, rc < 0 ? rc : LUDX_CRYPTO_ESTATE);
+      }
+      if (rc == LUDX_SS_NEED_MORE)
+        break;
+      last = out;
+      last_len = out_len;
+    }
+    // ludx_ss_read took every byte (a partial frame is kept inside it)
+    udx_stream_read_consume(st, len - in_len);
+    used += len - in_len;
+  }
+  if (f->out_len == 0 && last != NULL) {
+    lua_pushlstring(L, (const char *) last, last_len);
+    lua_pushinteger(L, (lua_Integer) used);
+    return 2;
+  }
+  if (last != NULL && out_append(f, last, last_len) < 0)
+    return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
+  if (f->out_len > 0) {
+    lua_pushlstring(L, (const char *) f->out, f->out_len);
+    lua_pushinteger(L, (lua_Integer) used);
+    f->out_len = 0;
+    return 2;
+  } else if (eof || st == NULL || closed) {
+    lua_pushnil(L);
+  } else {
+    lua_pushboolean(L, 0);
+  }
+  return 1;
+}
+
+// f:encrypt_udx(stream, plaintext) -> 1 below the stream's high-water
+// mark, 0 above it (the frame is queued either way) | nil, msg, code. One
+// frame, encrypted in C and queued on the udx stream with no Lua string.
+static int
+l_framer_encrypt_udx (lua_State *L) {
+  framer_t *f = check_framer(L);
+  int closed;
+  udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
+  size_t len;
+  const char *msg = ludx_check_lstring(L, 3, "data", &len);
+  if (st == NULL || closed)
+    return ludx_push_error(L, "stream is closed", "EPIPE");
+  const uint8_t *frame;
+  size_t frame_len;
+  int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
+  if (rc < 0)
+    return ludx_push_crypto_error(L, rc);
+  int r = udx_stream_write(st, frame, frame_len);
+  if (r < 0)
+    return ludx_push_uv_error(L, r);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
+// f:pending() -> raw bytes held that do not make a whole frame yet
+static int
+l_framer_pending (lua_State *L) {
+  framer_t *f = check_framer(L);
+  lua_pushinteger(L, (lua_Integer) (f->pend_len + f->ss.prefix_have + f->ss.buf_len));
+  return 1;
+}
+
+// f:ready() -> true once the peer's id/header frame was accepted
+static int
+l_framer_ready (lua_State *L) {
+  lua_pushboolean(L, ludx_ss_ready(&check_framer(L)->ss));
+  return 1;
+}
+
+// f:error() -> nil | msg, code (the error that failed the framer)
+static int
+l_framer_error (lua_State *L) {
+  framer_t *f = check_framer(L);
+  if (f->ss.error == 0)
+    return 0;
+  lua_pushstring(L, ludx_crypto_strerror(f->ss.error));
+  lua_pushstring(L, ludx_crypto_errname(f->ss.error));
+  return 2;
+}
+
+static void
+set_number (lua_State *L, const char *k, uint64_t v) {
+  lua_pushnumber(L, (lua_Number) v);
+  lua_setfield(L, -2, k);
+}
+
+// f:stats() -> {frames_in, frames_out, keepalives_in, bytes_in, bytes_out}
+static int
+l_framer_stats (lua_State *L) {
+  const ludx_ss_stats_t *s = ludx_ss_stats(&check_framer(L)->ss);
+  lua_createtable(L, 0, 5);
+  set_number(L, "frames_in", s->frames_in);
+  set_number(L, "frames_out", s->frames_out);
+  set_number(L, "keepalives_in", s->keepalives_in);
+  set_number(L, "bytes_in", s->bytes_in);
+  set_number(L, "bytes_out", s->bytes_out);
+  return 1;
+}
+
+static int
+l_framer_destroy (lua_State *L) {
+  void **ud = luaL_checkudata(L, 1, FRAMER_MT);
+  if (*ud != NULL) {
+    framer_free(*ud);
+    *ud = NULL;
+  }
+  return 0;
+}
+
+void
+ludx_bind_framer (lua_State *L) {
+  static const luaL_Reg methods[] = {
+      {"start", l_framer_start},
+      {"encrypt", l_framer_encrypt},
+      {"feed", l_framer_feed},
+      {"feed_udx", l_framer_feed_udx},
+      {"encrypt_udx", l_framer_encrypt_udx},
+      {"pending", l_framer_pending},
+      {"ready", l_framer_ready},
+      {"error", l_framer_error},
+      {"stats", l_framer_stats},
+      {"destroy", l_framer_destroy},
+      {"__gc", l_framer_destroy},
+      {NULL, NULL},
+  };
+  ludx_new_class(L, FRAMER_MT, methods);
+  lua_pushcfunction(L, l_framer);
+  lua_setfield(L, -2, "framer");
+}
