@@ -1,6 +1,7 @@
 // The sender's side of an incoming packet: window update, cumulative ACK,
 // SACK ranges (validated), RTT samples, rate sample and BBR, RACK.
 
+#include "path.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -245,6 +246,8 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
 
   if (ack_advanced)
     udx__release_acked_bytes(s);
+  if (delivered > 0 && s->path)
+    udx__path_on_ack(s, delivered);
 
   if (delivered > 0) {
     if (s->snd_una == s->snd_nxt) {

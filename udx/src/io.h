@@ -123,6 +123,8 @@ struct udx_socket_s {
   uv_timer_t held_timer;
   bool held_timer_init;
 
+  struct udx_path_s *paths; // shared windows, one per destination (path.h)
+
   udx_socket_t *next_tx; // sockets with pending tx
   udx_socket_t *prev;
   udx_socket_t *next;
@@ -235,6 +237,11 @@ udx__socket_send_error (udx_socket_t *sock, int err);
 // Converts a v4 address to v4-mapped v6 when the socket is IPv6.
 socklen_t
 udx__socket_dest (udx_socket_t *sock, const struct sockaddr *to, struct sockaddr_storage *out);
+
+// The shared window towards dest (as udx__socket_dest wrote it), created on
+// first use; NULL if out of memory (the stream then runs on its own).
+struct udx_path_s *
+udx__socket_path (udx_socket_t *sock, const struct sockaddr_storage *dest);
 
 void
 udx__addr_unmap (struct sockaddr_storage *addr);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "path.h"
 
 int
 udx_stream_init (udx_t *udx, udx_stream_t **out, uint32_t local_id, const udx_stream_callbacks_t *callbacks, void *data) {
@@ -101,6 +102,7 @@ udx_stream_connect (udx_stream_t *s, udx_socket_t *sock, uint32_t remote_id, con
     return err; // validated before anything changes (libudx sets CONNECTED first)
 
   udx__fill_remote(&s->remote[0], sock, remote_id, addr);
+  udx__path_set(s, udx__socket_path(sock, &s->remote[0].addr));
   int mtu = udx__sys_link_mtu(addr);
   udx__stream_engine_connect(s, mtu, udx__now());
   udx__mark_dirty(s);
@@ -268,6 +270,7 @@ udx_stream_change_remote (udx_stream_t *s, udx_socket_t *sock, uint32_t remote_i
     return err;
 
   udx__fill_remote(&s->remote[1 - s->cur_remote], sock, remote_id, addr);
+  udx__path_set(s, udx__socket_path(sock, &s->remote[1 - s->cur_remote].addr));
   udx__stream_engine_change_remote(s, udx__sys_link_mtu(addr), udx__now());
   udx__mark_dirty(s);
   return 0;

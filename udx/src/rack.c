@@ -1,6 +1,7 @@
 // Loss detection: RACK-TLP (RFC 8985) and the retransmission timer (RFC 6298)
 // with exponential backoff and a give-up time.
 
+#include "path.h"
 #include "stream.h"
 
 #define UDX_TLP_EXTRA_US    (2 * UDX_US_PER_MS) // RFC 8985 7.2 (no delayed ACKs: 2 ms as libudx)
@@ -80,6 +81,8 @@ udx__rack_detect_loss (udx_stream_t *s) {
   // A lost MTU probe alone says nothing about congestion.
   if (lost > probes && s->ca_state == UDX_CA_OPEN)
     udx__enter_recovery(s);
+  if (lost > probes && s->path)
+    udx__path_on_loss(s);
 
   return timeout;
 }
@@ -227,5 +230,7 @@ udx__on_rto (udx_stream_t *s) {
   }
 
   udx__bbr_on_rto(s);
+  if (s->path)
+    udx__path_on_loss(s);
   udx__send_packets(s);
 }

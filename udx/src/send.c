@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "path.h"
 #include "policy.h"
 #include "stream.h"
 #include "wire.h"
@@ -109,6 +110,7 @@ udx__tx_list_append (udx_stream_t *s, udx_pkt_t *p) {
   }
   p->flags |= UDX_PKT_INFLIGHT;
   s->inflight++;
+  udx__path_inflight_add(s, 1);
   s->inflight_bytes += UDX_HEADER_SIZE + p->padding + p->len;
 }
 
@@ -132,6 +134,7 @@ udx__tx_list_remove (udx_stream_t *s, udx_pkt_t *p) {
   }
   p->flags &= ~UDX_PKT_INFLIGHT;
   s->inflight--;
+  udx__path_inflight_add(s, -1);
   s->inflight_bytes -= UDX_HEADER_SIZE + p->padding + p->len;
 }
 
@@ -284,7 +287,7 @@ udx__send_new (udx_stream_t *s, bool tlp) {
   if (tlp) {
     if (s->inflight >= udx__rwnd_pkts(s))
       return false;
-  } else if (!udx__window_allows_new(s) || s->tokens <= 0 || !udx__policy_allows(s)) {
+  } else if (!udx__window_allows_new(s) || s->tokens <= 0 || !udx__policy_allows(s) || !udx__path_allows(s)) {
     return false;
   }
   if (!udx__pkts_reserve(s))
@@ -324,6 +327,8 @@ udx__send_new (udx_stream_t *s, bool tlp) {
 
   udx__transmit(s, p, false);
   udx__policy_on_send(s, len);
+  if (!tlp && s->path)
+    udx__path_on_send(s);
   s->snd_pkt_off += len;
   s->snd_nxt++;
 
@@ -385,10 +390,12 @@ udx__send_packets (udx_stream_t *s) {
   // may have shrunk it while they were in flight).
   while (s->lost_pending > 0 && s->inflight < s->cwnd && s->tokens > 0) {
     udx_pkt_t *p = udx__retransmit_queue_peek(s);
-    if (p == NULL)
+    if (p == NULL || !udx__path_allows(s))
       break;
     udx__retransmit_queue_pop(s, p);
     udx__retransmit(s, p);
+    if (s->path)
+      udx__path_on_send(s);
   }
 
   while (udx__send_new(s, false)) {
@@ -405,6 +412,8 @@ udx__send_packets (udx_stream_t *s) {
     s->pace_at = UDX_NEVER;
   }
   udx__policy_after_send(s, udx__has_new(s));
+  if (s->path)
+    udx__path_after_send(s);
 
   // Zero window with data waiting and nothing in flight: probe (ZWP).
   if (s->send_rwnd == 0 && s->snd_una == s->snd_nxt && udx__has_new(s)) {

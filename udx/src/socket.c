@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "path.h"
 #include "wire.h"
 
 void
@@ -47,6 +48,49 @@ udx__socket_dest (udx_socket_t *sock, const struct sockaddr *to, struct sockaddr
   }
   memcpy(out, to, sizeof(struct sockaddr_in));
   return sizeof(struct sockaddr_in);
+}
+
+static bool
+udx__same_dest (const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+  if (a->ss_family != b->ss_family)
+    return false;
+  if (a->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *x = (const struct sockaddr_in6 *) a, *y = (const struct sockaddr_in6 *) b;
+    return x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+  }
+  const struct sockaddr_in *x = (const struct sockaddr_in *) a, *y = (const struct sockaddr_in *) b;
+  return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+}
+
+static void
+udx__socket_path_release (udx_path_t *p) {
+  udx_socket_t *sock = p->owner;
+  if (sock) {
+    udx_path_t **at = &sock->paths;
+    while (*at && *at != p)
+      at = &(*at)->next;
+    if (*at)
+      *at = p->next;
+  }
+  free(p);
+}
+
+udx_path_t *
+udx__socket_path (udx_socket_t *sock, const struct sockaddr_storage *dest) {
+  for (udx_path_t *p = sock->paths; p; p = p->next) {
+    if (udx__same_dest(&p->addr, dest))
+      return p;
+  }
+  udx_path_t *p = calloc(1, sizeof(*p));
+  if (p == NULL)
+    return NULL;
+  udx__path_init(p);
+  p->owner = sock;
+  p->addr = *dest;
+  p->release = udx__socket_path_release;
+  p->next = sock->paths;
+  sock->paths = p;
+  return p;
 }
 
 void
@@ -550,6 +594,10 @@ udx__on_socket_handle_closed (uv_handle_t *h) {
   udx->nsockets--;
   if (sock->on_close)
     sock->on_close(sock);
+  // Paths outlive the socket while a closed stream still holds one.
+  for (udx_path_t *p = sock->paths; p; p = p->next)
+    p->owner = NULL;
+  sock->paths = NULL;
   free(sock->tx);
   free(sock->arena);
   free(sock->tx_iov);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "path.h"
 #include "policy.h"
 #include "stream.h"
 #include "wire.h"
@@ -50,6 +51,7 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
 
 void
 udx__stream_engine_free (udx_stream_t *s) {
+  udx__path_set(s, NULL);
   udx__policy_free(s);
   udx__bufq_destroy(&s->sndq, s->pool);
   udx__bufq_destroy(&s->rdq, s->pool);
@@ -110,6 +112,7 @@ udx__stream_close (udx_stream_t *s, int status) {
   s->status |= UDX_S_CLOSED;
   s->status &= ~UDX_S_CONNECTED;
   s->close_status = status;
+  udx__path_set(s, NULL); // its packets no longer count against the others
   s->rto_at = s->tlp_at = s->reo_at = s->zwp_at = s->keepalive_at = s->pace_at = s->trace_at = UDX_NEVER;
   udx__stream_refresh_stats(s);
   s->host->closed(s);

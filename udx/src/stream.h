@@ -271,6 +271,13 @@ struct udx_stream_s {
 
   struct udx_policy_s *policy; // limiters (policy.c), NULL if none
 
+  // --- the shared window towards this stream's address (path.c)
+  struct udx_path_s *path;
+  udx_stream_t *path_next; // in the path's wait queue
+  uint8_t path_state;      // UDX_PATH_*
+  uint8_t path_quota;      // packets left in a granted turn
+  bool path_blocked;       // the path window held it back this send round
+
   // --- io fields: the engine never touches these
   uv_timer_t timer;
   uint64_t timer_at;

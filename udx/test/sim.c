@@ -342,6 +342,7 @@ sim_init (sim_t *sim, uint64_t seed) {
   udx__pool_init(&sim->pool);
   for (int i = 0; i < 2; i++) {
     sim->link[i].delay_us = 10000;
+    udx__path_init(&sim->path[i]);
   }
 }
 
@@ -405,6 +406,8 @@ sim_connect_ex (sim_t *sim, udx_stream_t *s, uint32_t remote_id, int link_mtu, b
   s->remote[0].socket = sim_port(sim, node);
   s->remote[0].id = remote_id;
   s->remote[0].ipv6 = ipv6;
+  if (!sim->no_path)
+    udx__path_set(s, &sim->path[node]);
   udx__stream_engine_connect(s, link_mtu, sim->now);
 }
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../src/path.h"
 #include "../src/stream.h"
 
 #define SIM_MAX_STREAMS 16
@@ -94,6 +95,10 @@ struct sim_s {
   struct sim_pending_s *pending;
   uint32_t npending;
   uint32_t pending_cap;
+  // The shared window of each node's streams towards the other (as the io
+  // layer keys one per socket and address); no_path leaves streams without.
+  udx_path_t path[2];
+  bool no_path;
   // optional tap: sees every datagram sent (before link effects)
   void (*tap)(void *ctx, int from, const uint8_t *buf, size_t len);
   void *tap_ctx;

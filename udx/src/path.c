@@ -1,0 +1,185 @@
+// The shared path window (see path.h).
+
+#include "path.h"
+
+#define UDX_PATH_INIT_CWND    32 // packets: the first flight all members share
+#define UDX_PATH_MIN_CWND     8
+#define UDX_PATH_MAX_CWND     (1u << 20)
+#define UDX_PATH_QUANTUM      4 // packets a woken stream may send in its turn
+#define UDX_PATH_BETA_NUM     7 // RFC 9438 4.6: cwnd * 0.7 on loss
+#define UDX_PATH_BETA_DEN     10
+#define UDX_PATH_MIN_ROUND_US 1000 // a round trip, at least, between decreases
+
+void
+udx__path_init (udx_path_t *p) {
+  p->cwnd = UDX_PATH_INIT_CWND;
+  p->ssthresh = UINT32_MAX;
+}
+
+static bool
+path_shared (const udx_path_t *p) {
+  return p->refs >= 2;
+}
+
+static void
+path_dequeue (udx_path_t *p, udx_stream_t *s) {
+  udx_stream_t **at = &p->wait_head;
+  udx_stream_t *prev = NULL;
+  while (*at && *at != s) {
+    prev = *at;
+    at = &(*at)->path_next;
+  }
+  if (*at == NULL)
+    return;
+  *at = s->path_next;
+  if (p->wait_tail == s)
+    p->wait_tail = prev;
+  s->path_next = NULL;
+}
+
+static void
+path_wait (udx_path_t *p, udx_stream_t *s) {
+  if (s->path_state == UDX_PATH_WAITING)
+    return;
+  s->path_state = UDX_PATH_WAITING;
+  s->path_next = NULL;
+  if (p->wait_tail)
+    p->wait_tail->path_next = s;
+  else
+    p->wait_head = s;
+  p->wait_tail = s;
+  p->waits++;
+}
+
+// Room opened (or the path stopped being shared): wake the next streams in
+// line, one per free packet, each for a turn of a few packets.
+static void
+path_kick (udx_path_t *p) {
+  while (p->wait_head && (!path_shared(p) || p->inflight + p->granted < p->cwnd)) {
+    udx_stream_t *s = p->wait_head;
+    p->wait_head = s->path_next;
+    if (p->wait_head == NULL)
+      p->wait_tail = NULL;
+    s->path_next = NULL;
+    s->path_state = UDX_PATH_GRANTED;
+    s->path_quota = UDX_PATH_QUANTUM;
+    p->granted++;
+    if (!udx__stream_dead(s) && s->host && s->host->wake)
+      s->host->wake(s);
+  }
+}
+
+static void
+path_leave (udx_stream_t *s) {
+  udx_path_t *p = s->path;
+  if (p == NULL)
+    return;
+  if (s->path_state == UDX_PATH_WAITING)
+    path_dequeue(p, s);
+  else if (s->path_state == UDX_PATH_GRANTED)
+    p->granted--;
+  s->path_state = UDX_PATH_FREE;
+  p->inflight -= s->inflight;
+  p->refs--;
+  s->path = NULL;
+  if (p->refs == 0) {
+    if (p->release)
+      p->release(p);
+    return;
+  }
+  path_kick(p);
+}
+
+void
+udx__path_set (udx_stream_t *s, udx_path_t *p) {
+  if (s->path == p)
+    return;
+  path_leave(s);
+  if (p == NULL)
+    return;
+  s->path = p;
+  p->refs++;
+  p->inflight += s->inflight;
+  // A window that starts limiting now starts at what is already out (a
+  // stream running alone kept no account of its own).
+  if (p->refs == 2 && p->cwnd < p->inflight)
+    p->cwnd = p->inflight;
+}
+
+bool
+udx__path_check (udx_stream_t *s) {
+  udx_path_t *p = s->path;
+  if (!path_shared(p))
+    return true;
+  if (s->path_state == UDX_PATH_GRANTED) {
+    if (s->path_quota > 0 && p->inflight < p->cwnd)
+      return true;
+    s->path_blocked = true; // queued again when the turn ends
+    return false;
+  }
+  // Others are waiting for their turn: queue behind them.
+  if (p->inflight + p->granted < p->cwnd && p->wait_head == NULL)
+    return true;
+  path_wait(p, s);
+  return false;
+}
+
+void
+udx__path_on_send (udx_stream_t *s) {
+  if (s->path_state == UDX_PATH_GRANTED && s->path_quota > 0)
+    s->path_quota--;
+}
+
+void
+udx__path_after_send (udx_stream_t *s) {
+  udx_path_t *p = s->path;
+  if (p == NULL)
+    return;
+  if (s->path_state == UDX_PATH_GRANTED) {
+    // The turn ends. Back in line only if the path window is what stopped
+    // it: a stream waiting for pacing or the peer's window comes back by
+    // itself, and waking it again here would spin.
+    s->path_state = UDX_PATH_FREE;
+    p->granted--;
+    if (s->path_blocked && path_shared(p))
+      path_wait(p, s);
+  }
+  s->path_blocked = false;
+  path_kick(p);
+}
+
+void
+udx__path_on_ack (udx_stream_t *s, uint32_t delivered) {
+  udx_path_t *p = s->path;
+  if (p == NULL || s->now < p->recover_until)
+    return;
+  // Grow only while the window is what limits (RFC 7661): a window that
+  // was never filled says nothing about the path.
+  if (p->wait_head == NULL && (uint64_t) p->inflight + delivered < p->cwnd / 2)
+    return;
+  if (p->cwnd < p->ssthresh) {
+    p->cwnd += delivered; // RFC 5681 3.1 slow start
+  } else {
+    p->acked += delivered; // one packet per window acked
+    if (p->acked >= p->cwnd) {
+      p->acked -= p->cwnd;
+      p->cwnd++;
+    }
+  }
+  if (p->cwnd > UDX_PATH_MAX_CWND)
+    p->cwnd = UDX_PATH_MAX_CWND;
+}
+
+void
+udx__path_on_loss (udx_stream_t *s) {
+  udx_path_t *p = s->path;
+  if (p == NULL || s->now < p->recover_until)
+    return;
+  uint64_t cwnd = (uint64_t) p->cwnd * UDX_PATH_BETA_NUM / UDX_PATH_BETA_DEN;
+  p->cwnd = cwnd < UDX_PATH_MIN_CWND ? UDX_PATH_MIN_CWND : (uint32_t) cwnd;
+  p->ssthresh = p->cwnd;
+  p->acked = 0;
+  uint32_t round = s->srtt > UDX_PATH_MIN_ROUND_US ? s->srtt : UDX_PATH_MIN_ROUND_US;
+  p->recover_until = s->now + round;
+  p->decreases++;
+}

@@ -1,0 +1,89 @@
+#ifndef UDX_PATH_H
+#define UDX_PATH_H
+
+// A congestion window shared by the streams of one socket that send to the
+// same address (RFC 3124's congestion manager, reduced to one window).
+//
+// Each stream keeps its own BBR; the path window is a bound over their sum.
+// It matters when many streams start or run at once towards one receiver:
+// their separate windows add up to more than the receiving socket can hold,
+// every stream loses its tail at the same moment, and all of them wait for
+// the retransmission timer together (100 streams into a udx-native receiver
+// with the kernel's default buffer: 420 RTOs, 7 MB/s). The path window grows
+// like slow start and congestion avoidance (RFC 5681) while it limits, and
+// shrinks once per round trip on loss (RFC 9438 4.6, beta 0.7). Held-back
+// streams queue and take turns a few packets at a time.
+//
+// A path with a single stream never limits it: the stream's BBR alone
+// decides, as before. ACKs, TLP and zero-window probes are never held back.
+
+#include "stream.h"
+
+typedef struct udx_path_s udx_path_t;
+
+struct udx_path_s {
+  uint32_t refs;     // member streams
+  uint32_t inflight; // packets in flight over all members
+  uint32_t cwnd;     // packets; enforced while there are two or more members
+  uint32_t ssthresh;
+  uint32_t acked;          // congestion avoidance: packets acked toward the next increment
+  uint32_t granted;        // streams woken for a turn that have not taken it yet
+  uint64_t recover_until;  // us: one decrease per round trip
+  udx_stream_t *wait_head; // streams held back, in order
+  udx_stream_t *wait_tail;
+  uint64_t decreases;
+  uint64_t waits;
+
+  // Host fields: the io layer keys paths by socket and address. release is
+  // called when the last member leaves (NULL: the host owns the memory).
+  void *owner;
+  struct sockaddr_storage addr;
+  udx_path_t *next;
+  void (*release)(udx_path_t *p);
+};
+
+// Stream states towards its path (s->path_state).
+enum { UDX_PATH_FREE = 0,
+       UDX_PATH_WAITING = 1,
+       UDX_PATH_GRANTED = 2 };
+
+void
+udx__path_init (udx_path_t *p);
+
+// Joins p (leaving any other path first); NULL leaves.
+void
+udx__path_set (udx_stream_t *s, udx_path_t *p);
+
+// May s put one more packet on the network now? If not, s is queued and
+// woken when its turn comes.
+bool
+udx__path_check (udx_stream_t *s);
+
+// A packet (new or retransmitted) went out under the path window.
+void
+udx__path_on_send (udx_stream_t *s);
+
+// delivered packets were acked (cumulatively or selectively).
+void
+udx__path_on_ack (udx_stream_t *s, uint32_t delivered);
+
+// A loss was detected (RACK, RTO); not for lost MTU probes.
+void
+udx__path_on_loss (udx_stream_t *s);
+
+// End of a send round: a granted turn ends; the next in line are woken.
+void
+udx__path_after_send (udx_stream_t *s);
+
+static inline bool
+udx__path_allows (udx_stream_t *s) {
+  return s->path == NULL || udx__path_check(s);
+}
+
+static inline void
+udx__path_inflight_add (udx_stream_t *s, int32_t n) {
+  if (s->path)
+    s->path->inflight += (uint32_t) n;
+}
+
+#endif
