@@ -4,8 +4,10 @@
 --- ludx.udx: UDX streams over UDP
 ---
 --- Reliable, congestion-controlled streams (BBR, RACK-TLP, SACK, path MTU
---- search), many per UDP socket, wire-compatible with Node's udx-native. A
---- stream has a local id; it connects to a remote id at a host and port. Reads
+--- search), many per UDP socket, wire-compatible with Node's udx-native. Streams
+--- of one socket towards the same address share one congestion window on top of
+--- their own, so a thousand of them starting at once do not overflow the
+--- receiver together. A stream has a local id; it connects to a remote id at a host and port. Reads
 --- hand over all in-order bytes available (up to a size), never one packet at a
 --- time; writes wait only above the high-water mark. One reader and one writer
 --- per stream at a time (a second gets "busy", "EBUSY").
