@@ -22,11 +22,11 @@ local function main()
 
   -- the server: a key pair, and a task per connection that sends TOTAL bytes
   local keypair = dht.keypair()
-  local sender_stats
+  local sender_stats = ludx.queue() -- the server's task hands its stats over
   local server = server_node:server(function(conn)
     for _ = 1, TOTAL / #BLOCK do assert(conn:write(BLOCK)) end
     conn:finish()
-    sender_stats = conn:stats()
+    sender_stats:put(conn:stats())
     conn:close()
   end)
   assert(server:listen(keypair))
@@ -57,7 +57,9 @@ local function main()
   local s = bar:state()
   print(string.format("%s in %.2f s: %.1f MB/s, encrypted (BLAKE2b of the data checks)", progress.bytes(got), s.seconds, got / s.seconds / 1e6))
 
-  local st, tx = conn:stats(), sender_stats or {}
+  -- the reader sees the END as it arrives; the sender's finish returns once
+  -- that END is acked, a moment later
+  local st, tx = conn:stats(), sender_stats:get(5000) or {}
   print("stream stats:")
   print(string.format("  sender:   %d packets, %d retransmits, rtt %.3f ms (min %.3f), cwnd %d, mtu %d, bbr %s, pacing %.0f MB/s",
     tx.packets_sent or 0, tx.retransmits or 0, tx.rtt_ms or 0, tx.min_rtt_ms or 0, tx.cwnd or 0, tx.mtu or 0, tostring(tx.bbr_state), (tx.pacing_rate or 0) / 1e6))
