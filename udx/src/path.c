@@ -64,8 +64,7 @@ path_kick (udx_path_t *p) {
     s->path_state = UDX_PATH_GRANTED;
     s->path_quota = UDX_PATH_QUANTUM;
     p->granted++;
-    if (!udx__stream_dead(s) && s->host && s->host->wake)
-      s->host->wake(s);
+    udx__stream_wake(s);
   }
 }
 

@@ -104,8 +104,7 @@ static void
 wake_members (udx_limiter_t *l) {
   for (udx_member_t *m = l->head; m; m = m->next) {
     udx_stream_t *s = m->stream;
-    if (!udx__stream_dead(s) && s->host && s->host->wake)
-      s->host->wake(s);
+    udx__stream_wake(s);
   }
 }
 
@@ -316,8 +315,7 @@ udx_limiter_remove (udx_limiter_t *l, udx_stream_t *s) {
   for (int i = 0; i < p->n; i++) {
     if (p->m[i].limiter == l) {
       member_remove(s, i);
-      if (!udx__stream_dead(s) && s->host && s->host->wake)
-        s->host->wake(s);
+      udx__stream_wake(s);
       return 0;
     }
   }

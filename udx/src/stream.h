@@ -381,6 +381,14 @@ udx__stream_dead (const udx_stream_t *s) {
   return (s->status & UDX_S_CLOSED) != 0;
 }
 
+// Asks the host to flush a live stream soon (limiters and the path window
+// wake streams other than the one the engine is running).
+static inline void
+udx__stream_wake (udx_stream_t *s) {
+  if (!udx__stream_dead(s) && s->host && s->host->wake)
+    s->host->wake(s);
+}
+
 uint32_t
 udx__recv_rwnd (const udx_stream_t *s);
 
