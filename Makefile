@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test run bench install clean format node-deps fuzz test-asan soak
+.PHONY: all deps build test run bench pathemu-check install clean format node-deps fuzz test-asan soak
 
 all: build
 
@@ -29,6 +29,12 @@ run: build
 
 bench: build node-deps
 	$(BUILD)/ludx bench
+
+# The path emulator's timing held to 1 ms and 3% (ctest checks only what a
+# loaded machine cannot break); run it on an idle machine before trusting
+# path figures.
+pathemu-check: build
+	LUDX_PATHEMU_STRICT=1 ctest --test-dir $(BUILD) --output-on-failure -R '^pathemu-'
 
 # libFuzzer targets (fuzz/), each for FUZZ_SECONDS over a scratch copy of its
 # seed corpus; crash inputs land in $(BUILD)/fuzz-long/<target>/artifacts/.

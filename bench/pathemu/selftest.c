@@ -22,6 +22,11 @@
 
 static const char *emu_path;
 static int failures;
+// LUDX_PATHEMU_STRICT=1 (make pathemu-check, on an idle machine): the timing
+// cases hold the emulator to 1 ms and 3%. Without it (ctest, make test) they
+// assert only what load cannot break: never early, never faster than the link,
+// and no gross error such as a doubled delay.
+static bool strict;
 
 #define CHECK(cond, ...)                                     \
   do {                                                       \
@@ -293,7 +298,7 @@ ping (int a, int b, emu_t *e, uint64_t *rtt, int n) {
   return got;
 }
 
-// Ping-pong through 20 ms each way: RTT within 1 ms of 40 ms, never early.
+// Ping-pong through 20 ms each way: never early; strict: RTT within 1 ms of 40 ms.
 static void
 case_rtt (void) {
   int pa, pb;
@@ -319,15 +324,23 @@ case_rtt (void) {
   double med0 = base[got0 / 2] / 1e6;
   printf("rtt through 20 ms + 20 ms: min %.3f median %.3f p90 %.3f max %.3f ms; through 0 ms: median %.3f ms\n", min, med, p90, max, med0);
   CHECK(min >= 40.0, "min rtt %.3f ms is below 40 ms", min);
-  CHECK(med < 41.0, "median rtt %.3f ms", med);
-  CHECK(p90 < 41.0, "p90 rtt %.3f ms", p90);
+  if (strict) {
+    CHECK(med < 41.0, "median rtt %.3f ms", med);
+    CHECK(p90 < 41.0, "p90 rtt %.3f ms", p90);
+  } else {
+    // a loaded machine adds its own wake-up cost (med0) and some; a doubled
+    // or ignored delay still fails
+    CHECK(med < 40.0 + med0 + 20.0, "median rtt %.3f ms (no-delay median %.3f)", med, med0);
+    CHECK(med0 < min, "no-delay median %.3f ms not below the delayed min %.3f", med0, min);
+  }
   CHECK(stat_of(&e, "ab", "forwarded") == 2 * N && stat_of(&e, "ba", "forwarded") == 2 * N, "%s", e.stats);
   close(a);
   close(b);
 }
 
 // 1200-byte datagrams offered at ~130 Mbit/s into a 100 Mbit/s bottleneck
-// with room for all of them: the received rate is within 3% of 100 Mbit/s.
+// with room for all of them: about the link's rate; strict: the received rate
+// is within 3% of 100 Mbit/s.
 // (pathemu-selftest EMU rate MBIT tries another rate, unchecked, by hand.)
 static void
 case_rate (int mbit) {
@@ -355,7 +368,10 @@ case_rate (int mbit) {
   double want = mbit * 1e6;
   printf("rate through %d Mbit/s: %d datagrams, %.2f Mbit/s received (%.2f%% off), offered %.1f Mbit/s, max queue %lld, late avg %lld us\n", mbit, k.n, rate / 1e6, (rate / want - 1) * 100, (double) N * SIZE * 8 / ((s.ended - s.started) / 1e9) / 1e6, stat_of(&e, "ab", "max_queue"), stat_of(&e, "ab", "late_avg_us"));
   CHECK(k.n == N, "received %d of %d", k.n, N);
-  CHECK(rate > want * 0.97 && rate < want * 1.03, "rate %.3f Mbit/s", rate / 1e6);
+  // not strict: a late wake-up releases a catch-up burst, so the span from
+  // first to last shrinks; the unlimited 1.3 x offered rate still fails
+  CHECK(rate < want * (strict ? 1.03 : 1.2), "rate %.3f Mbit/s", rate / 1e6);
+  CHECK(rate > want * (strict ? 0.97 : 0.5), "rate %.3f Mbit/s", rate / 1e6);
   close(a);
   close(b);
   free(k.seen);
@@ -509,6 +525,8 @@ main (int argc, char **argv) {
     return 2;
   }
   emu_path = argv[1];
+  const char *st = getenv("LUDX_PATHEMU_STRICT");
+  strict = st && strcmp(st, "0") != 0 && st[0] != 0;
   signal(SIGPIPE, SIG_IGN);
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *c = argv[2];
