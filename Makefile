@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test run bench pathemu-check install clean format node-deps fuzz test-asan soak
+.PHONY: all deps build test run bench pathemu-check lint install clean format node-deps fuzz test-asan soak
 
 all: build
 
@@ -66,6 +66,9 @@ soak: build
 
 install: build
 	cmake --install $(BUILD)
+
+lint:
+	@tools/lint
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
