@@ -115,6 +115,7 @@ return {
         return lookups(ctx, 1000, 200, 20)
       end,
       render = render,
+      metric = { field = "lookup_ms_median", unit = "ms", better = "lower" },
     },
   },
 }
