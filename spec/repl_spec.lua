@@ -292,16 +292,19 @@ describe("ludx -i and ludx attach", function()
   it("ludx -i runs the script, then opens the REPL over its globals and tasks", run(function()
     local dir = tmpdir()
     local f = assert(io.open(dir .. "/svc.lua", "w"))
-    f:write("answer = 40 + #arg\nq = ludx and nil\nlocal ludx = require 'ludx'\n" ..
-      "queue = ludx.queue()\nludx.spawn('svc', function() queue:put('from the service') end)\n")
+    -- a service that keeps running: the REPL must open beside it
+    f:write("answer = 40 + #arg\nlocal ludx = require 'ludx'\ninbox, outbox = ludx.queue(), ludx.queue()\n" ..
+      "ludx.spawn('svc', function() while true do outbox:put(inbox:get() .. '!') end end)\n")
     f:close()
     local p = assert(process.spawn(H.ludx_bin, { "-i", dir .. "/svc.lua", "a", "b" },
       { pty = true, env = { HOME = dir, TERM = "xterm" } }))
     assert(p:expect("> ", 20000, true))
     p:write("answer\r")
     expect(p, "\n42\r\n")
-    p:write("queue:get()\r")
-    expect(p, "\"from the service\"")
+    p:write("inbox:put('ping')\r")
+    expect(p, "\n\r> ")
+    p:write("outbox:get()\r")
+    expect(p, "\"ping!\"")
     bye(p, dir)
   end, 60000))
 
@@ -312,7 +315,8 @@ describe("ludx -i and ludx attach", function()
     f:write([[
 local ludx = require "ludx"
 secret = 41
-local srv = assert(require("ludx.repl").serve(arg[1], { env = { svc = "the service" }, max_line = 4096 }))
+local srv = assert(require("ludx.repl").serve(arg[1], { env = { svc = "the service" }, max_line = 4096,
+  max_clients = 2 }))
 print("serving")
 io.stdout:flush()
 require("ludx.stdin").watch(function() end, function() srv.close() end)
@@ -346,9 +350,39 @@ require("ludx.stdin").watch(function() end, function() srv.close() end)
     assert.are.equal(0, p:wait(20000))
     p:close()
 
-    -- a line without an end is bounded: the client is dropped, the process goes on
+    -- a client that left frees its slot once the process has seen it go:
+    -- connect until there is one
     local tcp = require "ludx.tcp"
-    local c = assert(tcp.connect_unix(sock, 20000))
+    local function attach_raw()
+      for _ = 1, 1000 do
+        local c = assert(tcp.connect_unix(sock, 20000))
+        local got = ""
+        while not got:find("\n", 1, true) do
+          local d = c:read(65536, 20000)
+          if not d then break end
+          got = got .. d
+        end
+        if got:find("attached", 1, true) then return c end
+        c:close()
+        ludx.sleep(10)
+      end
+      error("no free REPL slot")
+    end
+    -- clients are bounded: past max_clients one is told and closed
+    local a, b = attach_raw(), attach_raw()
+    local extra = assert(tcp.connect_unix(sock, 20000))
+    local said = {}
+    while true do
+      local data = extra:read(65536, 20000)
+      if not data then break end
+      said[#said + 1] = data
+    end
+    extra:close()
+    assert.matches("too many REPL clients", table.concat(said))
+    a:close()
+
+    -- a line without an end is bounded: the client is dropped, the process goes on
+    local c = attach_raw()
     c:write(string.rep("x", 10000))
     local got = {}
     while true do
@@ -358,13 +392,12 @@ require("ludx.stdin").watch(function() end, function() srv.close() end)
     end
     c:close()
     assert.matches("line longer than 4096 bytes", table.concat(got))
-    local p2 = assert(process.spawn(H.ludx_bin, { "attach", sock }, { pty = true, env = { HOME = dir, TERM = "xterm" } }))
-    expect(p2, "> ")
-    p2:write("secret\r")
-    expect(p2, "\n41\r\n")
-    p2:write("\4")
-    assert.are.equal(0, p2:wait(20000))
-    p2:close()
+    local still = attach_raw()
+    still:write('{"t":"line","s":"secret"}\n')
+    local reply = ""
+    while not reply:find("41", 1, true) do reply = reply .. assert(still:read(65536, 20000)) end
+    still:close()
+    b:close()
 
     -- the socket file goes with the process
     svc:close_stdin()

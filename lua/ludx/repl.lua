@@ -450,6 +450,7 @@ end
 
 M.SERVE_MAX_LINE = 64 * 1024
 M.SERVE_MAX_CLIENTS = 4
+M.SERVE_MAX_QUEUED = 64 -- lines a client sent ahead of the running one
 
 local function serve_client(conn, opts, srv)
   local json = require "ludx.json"
@@ -462,7 +463,8 @@ local function serve_client(conn, opts, srv)
   local v = ludx.version()
   send({ t = "out", s = string.format("ludx %s attached to pid %d - Ctrl-D detaches\n", v.ludx, core.getpid()) })
   send({ t = "prompt", s = session:prompt() })
-  local lines = ludx.queue()
+  -- lines wait here while one runs; past the cap the reader stops reading
+  local lines = ludx.queue(M.SERVE_MAX_QUEUED)
   -- the reader: lines to the runner, interrupts and completions at once
   local reader = ludx.spawn("repl attach reader", function()
     local buf = ""
