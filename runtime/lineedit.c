@@ -322,7 +322,7 @@ search_from (size_t from) {
 
 static void
 refresh_search (void) {
-  outs("\r(reverse-i-search)`");
+  outs(le.match < le.hist_n ? "\r(reverse-i-search)`" : "\r(failed reverse-i-search)`");
   out(le.query, le.query_len);
   outs("': ");
   if (le.match < le.hist_n)
