@@ -9,7 +9,6 @@
 -- echoes what it gets, sends it `requests` requests of `size` bytes one at a
 -- time, waits for each whole answer, and records every round trip. A run
 -- counts only when the bytes that came back hash the same as those sent.
-local ludx = require "ludx"
 local udx = require "ludx.udx"
 local secretstream = require "ludx.secretstream"
 local bench = require "ludx.bench"

@@ -167,19 +167,17 @@ local init_file = (here:match("^(.*/)[^/]*$") or "") .. "init.lua"
 function M.clean_traceback(tb)
   if type(tb) ~= "string" then return nil end
   local out, useful = {}, false
-  for line in tb:gmatch("[^\n]+") do
-    if line:find("[builtin#", 1, true) or line:find(here, 1, true) or line:find(init_file, 1, true)
+  local function ours(line)
+    return line:find("[builtin#", 1, true) or line:find(here, 1, true) or line:find(init_file, 1, true)
       or line:find("lua/ludx/repl.lua", 1, true) or line:find("lua/ludx/init.lua", 1, true)
       or line:match("^%s*%[C%]: in function 'xpcall'") or line:match("^%s*%[C%]: in function 'error'")
-      or line:match("^%s*%(tail call%)") then
-      -- the REPL's and the task runner's frames
-    elseif line:match("^stack traceback:") then
+      or line:match("^%s*%(tail call%)")
+  end
+  for line in tb:gmatch("[^\n]+") do
+    if not ours(line) then
       out[#out + 1] = line
-    else
-      out[#out + 1] = line
-      if not line:match("^%s*stdin:%d+: in main chunk") and not line:match("^%s*stdin:%d+: in function <stdin:%d+>") then
-        useful = true
-      end
+      local top = line:match("^%s*stdin:%d+: in main chunk") or line:match("^%s*stdin:%d+: in function <stdin:%d+>")
+      if not top and not line:match("^stack traceback:") then useful = true end
     end
   end
   if not useful then return nil end

@@ -71,12 +71,11 @@ local function render_file(opts)
   return 0
 end
 
-local function compare_files(a, b, suite_path)
+local function compare_files(a, b)
   local old, err = bench.read_results(a)
   if not old then return fail(tostring(err)) end
   local new, err2 = bench.read_results(b)
   if not new then return fail(tostring(err2)) end
-  local _ = suite_path
   local rows = bench.compare(old, new)
   if #rows == 0 then return fail("no cases in common or no samples") end
   print(bench.format_compare(rows, old, new))
@@ -130,7 +129,7 @@ function M.main(args)
     end
     return 0
   end
-  if opts.compare then return compare_files(opts.compare[1], opts.compare[2], opts.suite_path) end
+  if opts.compare then return compare_files(opts.compare[1], opts.compare[2]) end
   if opts.render then return render_file(opts) end
 
   if #names == 0 then names = DEFAULT end
