@@ -4,6 +4,8 @@
 #include "../runtime/lineedit.h"
 #include "bind.h"
 
+#define LINE_COMPLETE_MAX_START (1 << 20)
+
 static int
 l_start (lua_State *L) {
   uint32_t ref = ludx_check_ref(L, 1);
@@ -73,6 +75,57 @@ l_stop (lua_State *L) {
   return 0;
 }
 
+// core.line_completion() -> the text before the cursor when Tab asked for
+// completions, else nil
+static int
+l_completion (lua_State *L) {
+  char *text;
+  size_t len;
+  int r = ludx_line_completion(&text, &len);
+  if (r < 0)
+    return ludx_push_uv_error(L, r);
+  if (r == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushlstring(L, text, len);
+  free(text);
+  return 1;
+}
+
+#define COMPLETE_MAX 4096 // candidates passed to the editor at most
+
+// core.line_complete(start, {candidate, ...}): start is the 0-based byte
+// offset where the completed word begins
+static int
+l_complete (lua_State *L) {
+  size_t start = (size_t) ludx_check_integer(L, 1, "start", 0, LINE_COMPLETE_MAX_START);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t n = lua_objlen(L, 2);
+  if (n > COMPLETE_MAX)
+    n = COMPLETE_MAX;
+  const char **items = malloc((n ? n : 1) * sizeof(*items));
+  size_t *lens = malloc((n ? n : 1) * sizeof(*lens));
+  if (items == NULL || lens == NULL) {
+    free(items);
+    free(lens);
+    return ludx_push_uv_error(L, UV_ENOMEM);
+  }
+  size_t k = 0;
+  for (size_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, 2, (int) i);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      items[k] = lua_tolstring(L, -1, &lens[k]);
+      k++;
+    }
+    lua_pop(L, 1); // the strings stay alive in the table
+  }
+  ludx_line_complete(start, items, lens, k);
+  free(items);
+  free(lens);
+  return 0;
+}
+
 void
 ludx_bind_line (lua_State *L) {
   static const luaL_Reg funcs[] = {
@@ -84,6 +137,8 @@ ludx_bind_line (lua_State *L) {
       {"line_cancel", l_cancel},
       {"line_history", l_history},
       {"line_stop", l_stop},
+      {"line_completion", l_completion},
+      {"line_complete", l_complete},
       {NULL, NULL}};
   ludx_set_funcs(L, funcs);
 }

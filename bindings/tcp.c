@@ -3,6 +3,8 @@
 // with one event per empty-to-non-empty change; Lua pulls them.
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bind.h"
 #include "udx_bind.h"
@@ -16,7 +18,11 @@
 typedef struct tcp_conn_s {
   ludx_closer_t closer;
   ludx_rt_t *rt;
-  uv_tcp_t handle;
+  union { // a Unix-domain connection is the same stream over a pipe
+    uv_tcp_t handle;
+    uv_pipe_t pipe;
+  };
+  int is_pipe;
   uv_connect_t connect_req;
   uv_shutdown_t shutdown_req;
   uint32_t ref;
@@ -31,7 +37,12 @@ typedef struct tcp_conn_s {
 typedef struct tcp_server_s {
   ludx_closer_t closer;
   ludx_rt_t *rt;
-  uv_tcp_t handle;
+  union {
+    uv_tcp_t handle;
+    uv_pipe_t pipe;
+  };
+  int is_pipe;
+  char *path; // a Unix socket's file, removed when the server closes
   uint32_t ref;
   int pending; // connections waiting for accept
   int closing, closed, released;
@@ -69,13 +80,17 @@ conn_shutdown_closer (ludx_closer_t *cl) {
 }
 
 static tcp_conn_t *
-conn_new (ludx_rt_t *rt, uint32_t ref) {
+conn_new (ludx_rt_t *rt, uint32_t ref, int is_pipe) {
   tcp_conn_t *c = calloc(1, sizeof(*c));
   if (c == NULL)
     return NULL;
   c->rt = rt;
   c->ref = ref;
-  uv_tcp_init(&rt->loop, &c->handle);
+  c->is_pipe = is_pipe;
+  if (is_pipe)
+    uv_pipe_init(&rt->loop, &c->pipe, 0);
+  else
+    uv_tcp_init(&rt->loop, &c->handle);
   c->handle.data = c;
   c->connect_req.data = c;
   c->shutdown_req.data = c;
@@ -158,7 +173,7 @@ l_connect (lua_State *L) {
   struct sockaddr_storage addr;
   if (ludx_parse_addr(host, port, &addr) < 0)
     return luaL_error(L, "bad argument 'host' to 'connect' (an IP address expected, got '%s')", host);
-  tcp_conn_t *c = conn_new(ludx_bind_rt(L), ref);
+  tcp_conn_t *c = conn_new(ludx_bind_rt(L), ref, 0);
   if (c == NULL)
     return ludx_push_uv_error(L, UV_ENOMEM);
   int err = uv_tcp_connect(&c->connect_req, &c->handle, (struct sockaddr *) &addr, on_connect);
@@ -316,6 +331,15 @@ l_conn_gc (lua_State *L) {
 
 static int
 push_name (lua_State *L, tcp_conn_t *c, int peer) {
+  if (c->is_pipe) {
+    char path[512];
+    size_t n = sizeof(path);
+    int err = peer ? uv_pipe_getpeername(&c->pipe, path, &n) : uv_pipe_getsockname(&c->pipe, path, &n);
+    if (err < 0)
+      return ludx_push_uv_error(L, err);
+    lua_pushlstring(L, path, n);
+    return 1;
+  }
   struct sockaddr_storage addr;
   int len = sizeof(addr);
   int err = peer ? uv_tcp_getpeername(&c->handle, (struct sockaddr *) &addr, &len) : uv_tcp_getsockname(&c->handle, (struct sockaddr *) &addr, &len);
@@ -337,11 +361,17 @@ l_conn_peer (lua_State *L) {
 // --- servers -----------------------------------------------------------
 
 static void
+server_free (tcp_server_t *s) {
+  free(s->path);
+  free(s);
+}
+
+static void
 on_server_closed (uv_handle_t *h) {
   tcp_server_t *s = h->data;
   s->closed = 1;
   if (s->released)
-    free(s);
+    server_free(s);
 }
 
 static void
@@ -350,6 +380,8 @@ server_close (tcp_server_t *s) {
     return;
   s->closing = 1;
   ludx_rt_untrack(&s->closer);
+  if (s->path)
+    unlink(s->path); // nobody can connect to a closed server's file
   uv_close((uv_handle_t *) &s->handle, on_server_closed);
 }
 
@@ -412,7 +444,7 @@ l_accept (lua_State *L) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  tcp_conn_t *c = conn_new(s->rt, ref);
+  tcp_conn_t *c = conn_new(s->rt, ref, s->is_pipe);
   if (c == NULL)
     return ludx_push_uv_error(L, UV_ENOMEM);
   int err = uv_accept((uv_stream_t *) &s->handle, (uv_stream_t *) &c->handle);
@@ -423,7 +455,8 @@ l_accept (lua_State *L) {
     return ludx_push_uv_error(L, err);
   }
   c->connected = 1;
-  uv_tcp_nodelay(&c->handle, 1);
+  if (!s->is_pipe)
+    uv_tcp_nodelay(&c->handle, 1);
   start_reading(c);
   ludx_new_object(L, CONN_MT, c);
   return 1;
@@ -432,6 +465,10 @@ l_accept (lua_State *L) {
 static int
 l_server_address (lua_State *L) {
   tcp_server_t *s = check_server(L);
+  if (s->is_pipe) {
+    lua_pushstring(L, s->path);
+    return 1;
+  }
   struct sockaddr_storage addr;
   int len = sizeof(addr);
   int err = uv_tcp_getsockname(&s->handle, (struct sockaddr *) &addr, &len);
@@ -456,10 +493,70 @@ l_server_gc (lua_State *L) {
     return 0;
   s->released = 1;
   if (s->closed)
-    free(s);
+    server_free(s);
   else
     server_close(s);
   return 0;
+}
+
+// --- Unix-domain sockets ------------------------------------------------
+
+// core.unix_listen(path, ref [, backlog]) -> server. The socket file is made
+// with mode 0600 (only this user may connect) and removed when it closes.
+static int
+l_unix_listen (lua_State *L) {
+  size_t plen;
+  const char *path = ludx_check_lstring(L, 1, "path", &plen);
+  uint32_t ref = ludx_check_ref(L, 2);
+  int backlog = (int) ludx_opt_integer(L, 3, "backlog", 16, 1, 65535);
+  if (plen == 0 || plen >= 100 || strlen(path) != plen)
+    return luaL_error(L, "bad argument 'path' to 'unix_listen' (1..99 bytes, no NUL expected)");
+  ludx_rt_t *rt = ludx_bind_rt(L);
+  tcp_server_t *s = calloc(1, sizeof(*s));
+  if (s == NULL)
+    return ludx_push_uv_error(L, UV_ENOMEM);
+  s->rt = rt;
+  s->ref = ref;
+  s->is_pipe = 1;
+  uv_pipe_init(&rt->loop, &s->pipe, 0);
+  s->handle.data = s;
+  ludx_rt_track(rt, &s->closer, server_shutdown_closer);
+  // the file is born 0600: no window where others could connect
+  mode_t old = umask(0177);
+  int err = uv_pipe_bind(&s->pipe, path);
+  umask(old);
+  if (err == 0) {
+    s->path = strdup(path);
+    if (s->path == NULL)
+      err = UV_ENOMEM;
+  }
+  if (err == 0 && chmod(path, 0600) != 0)
+    err = UV_EPERM;
+  if (err == 0)
+    err = uv_listen((uv_stream_t *) &s->pipe, backlog, on_connection);
+  if (err < 0) {
+    s->released = 1;
+    server_close(s);
+    return ludx_push_uv_error(L, err);
+  }
+  ludx_new_object(L, SERVER_MT, s);
+  return 1;
+}
+
+// core.unix_connect(path, ref) -> conn (the connect completes later)
+static int
+l_unix_connect (lua_State *L) {
+  size_t plen;
+  const char *path = ludx_check_lstring(L, 1, "path", &plen);
+  uint32_t ref = ludx_check_ref(L, 2);
+  if (plen == 0 || plen >= 100 || strlen(path) != plen)
+    return luaL_error(L, "bad argument 'path' to 'unix_connect' (1..99 bytes, no NUL expected)");
+  tcp_conn_t *c = conn_new(ludx_bind_rt(L), ref, 1);
+  if (c == NULL)
+    return ludx_push_uv_error(L, UV_ENOMEM);
+  uv_pipe_connect(&c->connect_req, &c->pipe, path, on_connect);
+  ludx_new_object(L, CONN_MT, c);
+  return 1;
 }
 
 void
@@ -481,6 +578,6 @@ ludx_bind_tcp (lua_State *L) {
       {"__gc", l_server_gc},
       {NULL, NULL}};
   ludx_new_class(L, SERVER_MT, server_methods);
-  static const luaL_Reg funcs[] = {{"tcp_listen", l_listen}, {"tcp_connect", l_connect}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"tcp_listen", l_listen}, {"tcp_connect", l_connect}, {"unix_listen", l_unix_listen}, {"unix_connect", l_unix_connect}, {NULL, NULL}};
   ludx_set_funcs(L, funcs);
 }

@@ -263,6 +263,8 @@ c:write("ping") print(s:read())   --> ping]],
     functions = {
       { "connect(host: string, port: integer, timeout?: number) -> conn: ludx.tcp.Conn?, err: string?, code: string?", "Connects (resolving host); waits for the connection." },
       { "listen(host: string, port: integer, opts?: table) -> server: ludx.tcp.Server?, err: string?, code: string?", "Listens (port 0 picks one). opts.backlog." },
+      { "listen_unix(path: string, opts?: table) -> server: ludx.tcp.Server?, err: string?, code: string?", "Listens on a Unix socket at path, made with mode 0600 and removed when the server closes. opts.backlog." },
+      { "connect_unix(path: string, timeout?: number) -> conn: ludx.tcp.Conn?, err: string?, code: string?", "Connects to a Unix socket; the connection has the same API." },
     },
     classes = {
       { name = "ludx.tcp.Conn", doc = "A TCP connection.", methods = {

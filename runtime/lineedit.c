@@ -1,7 +1,8 @@
 // Line input for the REPL that keeps the loop running.
 //
 // On a terminal: a small line editor over uv_tty in raw mode (emacs keys,
-// arrows, history saved to a file), redrawn in place so output printed by
+// word moves, kill and yank, arrows, history saved to a file, Ctrl-R
+// reverse search, Tab completion answered by Lua), redrawn in place so output printed by
 // tasks appears above the prompt. The terminal stays raw (non-canonical) for
 // the whole session, so keys typed while a command runs, Ctrl-D included,
 // wait in the terminal until the next prompt. At the prompt, Ctrl-C is a key
@@ -18,6 +19,8 @@
 
 #define HISTORY_MAX    1000
 #define LINE_MAX_BYTES (1 << 20)
+#define SEARCH_MAX     256 // bytes of a Ctrl-R query
+#define COMPLETE_SHOW  200 // candidates listed at most
 
 typedef struct line_s {
   struct line_s *next;
@@ -57,6 +60,16 @@ static struct {
   size_t hist_pos; // == hist_n: the line being typed
   char *saved;     // the line being typed while browsing history
   char *history_path;
+  char *kill; // the last killed text, for Ctrl-Y
+  size_t kill_len;
+  int searching; // Ctrl-R: reverse incremental history search
+  char query[SEARCH_MAX + 1];
+  size_t query_len;
+  size_t match;      // history index of the match (hist_n: none)
+  char *search_orig; // the line before the search, for Ctrl-G
+  char *comp_req;    // Tab: the text before the cursor, waiting for Lua
+  size_t comp_len;
+  int comp_pending; // a request Lua has not taken yet
 } le;
 
 static void
@@ -123,7 +136,14 @@ width (const char *s, size_t n) {
 // Redraws the prompt and line on the current row, scrolling horizontally
 // when it is wider than the terminal.
 static void
+refresh_search (void);
+
+static void
 refresh (void) {
+  if (le.searching) {
+    refresh_search();
+    return;
+  }
   size_t pw = width(le.prompt, strlen(le.prompt));
   size_t avail = (size_t) cols() - 1;
   if (avail <= pw + 4)
@@ -226,6 +246,145 @@ delete_range (size_t a, size_t b) {
     le.pos = a;
 }
 
+static int
+is_word (unsigned char c) {
+  return c == '_' || c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static size_t
+word_left (size_t i) {
+  while (i > 0 && !is_word((unsigned char) le.buf[i - 1]))
+    i--;
+  while (i > 0 && is_word((unsigned char) le.buf[i - 1]))
+    i--;
+  return i;
+}
+
+static size_t
+word_right (size_t i) {
+  while (i < le.len && !is_word((unsigned char) le.buf[i]))
+    i++;
+  while (i < le.len && is_word((unsigned char) le.buf[i]))
+    i++;
+  return i;
+}
+
+// Deletes [a, b) and keeps it for Ctrl-Y.
+static void
+kill_range (size_t a, size_t b) {
+  if (b <= a)
+    return;
+  char *k = realloc(le.kill, b - a);
+  if (k != NULL) {
+    memcpy(k, le.buf + a, b - a);
+    le.kill = k;
+    le.kill_len = b - a;
+  }
+  delete_range(a, b);
+}
+
+static void
+yank (void) {
+  if (le.kill_len > 0)
+    insert(le.kill, le.kill_len);
+}
+
+// Ctrl-T: swaps the two bytes before the cursor (at the end) or around it.
+static void
+transpose (void) {
+  if (le.len < 2 || le.pos == 0)
+    return;
+  size_t i = le.pos == le.len ? le.pos - 1 : le.pos;
+  if (is_cont((unsigned char) le.buf[i]) || is_cont((unsigned char) le.buf[i - 1]) || (unsigned char) le.buf[i] >= 0x80 ||
+      (unsigned char) le.buf[i - 1] >= 0x80)
+    return; // ASCII only: a multi-byte character is left alone
+  char t = le.buf[i];
+  le.buf[i] = le.buf[i - 1];
+  le.buf[i - 1] = t;
+  le.pos = i + 1;
+}
+
+// --- Ctrl-R ----------------------------------------------------------------
+
+// The newest entry at or below `from` containing the query (hist_n: none).
+static size_t
+search_from (size_t from) {
+  if (le.hist_n == 0)
+    return le.hist_n;
+  if (from >= le.hist_n)
+    from = le.hist_n - 1;
+  for (size_t i = from + 1; i-- > 0;) {
+    if (le.query_len == 0 || strstr(le.hist[i], le.query) != NULL)
+      return i;
+  }
+  return le.hist_n;
+}
+
+static void
+refresh_search (void) {
+  outs(le.match < le.hist_n ? "\r(reverse-i-search)`" : "\r(failed reverse-i-search)`");
+  out(le.query, le.query_len);
+  outs("': ");
+  if (le.match < le.hist_n)
+    outs(le.hist[le.match]);
+  outs("\033[K");
+  fflush(stdout);
+}
+
+static void
+search_start (void) {
+  free(le.search_orig);
+  le.search_orig = strdup(le.len ? le.buf : "");
+  le.searching = 1;
+  le.query_len = 0;
+  le.query[0] = 0;
+  le.match = le.hist_n ? le.hist_n - 1 : 0;
+}
+
+// Leaves the search with the match (or the original line) in the editor.
+static void
+search_end (int keep) {
+  le.searching = 0;
+  if (keep && le.match < le.hist_n)
+    set_line(le.hist[le.match]);
+  else
+    set_line(le.search_orig ? le.search_orig : "");
+  free(le.search_orig);
+  le.search_orig = NULL;
+  le.hist_pos = le.hist_n;
+}
+
+// A key while searching: 1 when it was used, 0 when the search ended and
+// the key is for the editor.
+static int
+search_key (unsigned char c) {
+  if (c == 18) { // Ctrl-R again: an older match
+    if (le.match < le.hist_n && le.match > 0) {
+      size_t m = search_from(le.match - 1);
+      if (m < le.hist_n)
+        le.match = m;
+    }
+  } else if (c == 7) { // Ctrl-G: back to the line as it was
+    search_end(0);
+  } else if (c == 127 || c == 8) {
+    if (le.query_len > 0)
+      le.query[--le.query_len] = 0;
+    le.match = search_from(le.hist_n - 1);
+  } else if (c >= 32 && c != 127) {
+    if (le.query_len < SEARCH_MAX) {
+      le.query[le.query_len++] = (char) c;
+      le.query[le.query_len] = 0;
+    }
+    size_t m = search_from(le.match < le.hist_n ? le.match : le.hist_n - 1);
+    le.match = m;
+  } else {
+    search_end(1);
+    return 0;
+  }
+  refresh();
+  return 1;
+}
+
 static void
 history_move (int dir) {
   if (le.hist_n == 0)
@@ -279,7 +438,12 @@ accept_line (void) {
 }
 
 static void
+complete_request (void);
+
+static void
 on_key (unsigned char c) {
+  if (le.searching && search_key(c))
+    return;
   switch (c) {
     case 1:
       le.pos = 0;
@@ -312,7 +476,7 @@ on_key (unsigned char c) {
       delete_range(prev_char(le.pos), le.pos);
       break; // Backspace
     case 11:
-      delete_range(le.pos, le.len);
+      kill_range(le.pos, le.len);
       break; // Ctrl-K
     case 12:
       outs("\033[H\033[2J");
@@ -323,25 +487,39 @@ on_key (unsigned char c) {
     case 16:
       history_move(-1);
       break; // Ctrl-P
+    case 18: // Ctrl-R
+      search_start();
+      break;
+    case 20: // Ctrl-T
+      transpose();
+      break;
     case 21:
-      delete_range(0, le.pos);
+      kill_range(0, le.pos);
       break;   // Ctrl-U
-    case 23: { // Ctrl-W: the word before the cursor
+    case 23: { // Ctrl-W: the white-space-separated word before the cursor
       size_t i = le.pos;
       while (i > 0 && le.buf[i - 1] == ' ')
         i--;
       while (i > 0 && le.buf[i - 1] != ' ')
         i--;
-      delete_range(i, le.pos);
+      kill_range(i, le.pos);
       break;
     }
+    case 25: // Ctrl-Y
+      yank();
+      break;
     case '\r':
     case '\n':
       accept_line();
       return;
     case '\t':
-      insert("  ", 2);
-      break;
+      // at the start of a line or after a space: indentation; else complete
+      if (le.pos == 0 || le.buf[le.pos - 1] == ' ' || le.buf[le.pos - 1] == '\t') {
+        insert("  ", 2);
+        break;
+      }
+      complete_request();
+      return;
     default:
       if (c < 32)
         break;
@@ -364,8 +542,32 @@ on_escape (void) {
   size_t n = le.esc_len;
   if (n < 2)
     return 0;
-  if (s[1] != '[' && s[1] != 'O')
-    return 1; // Alt-<key>: ignored
+  if (le.searching && s[1] != '[' && s[1] != 'O') {
+    search_end(1);
+    refresh();
+  }
+  if (s[1] != '[' && s[1] != 'O') {
+    // Alt-<key> (ESC <key>): word moves and kills
+    switch (s[1]) {
+      case 'b':
+        le.pos = word_left(le.pos);
+        break;
+      case 'f':
+        le.pos = word_right(le.pos);
+        break;
+      case 'd':
+        kill_range(le.pos, word_right(le.pos));
+        break;
+      case 127:
+      case 8:
+        kill_range(word_left(le.pos), le.pos);
+        break;
+      default:
+        return 1; // other Alt keys: ignored
+    }
+    refresh();
+    return 1;
+  }
   if (n < 3)
     return 0;
   char last = s[n - 1];
@@ -373,6 +575,15 @@ on_escape (void) {
     return n >= sizeof(le.esc) - 1; // more to come
   if (s[1] == '[' && last == ';')
     return 0;
+  if (le.searching)
+    search_end(1);
+  // Ctrl- or Alt-arrows (ESC [ 1 ; 5 C and the like): word moves
+  int modified = n >= 6 && s[2] == '1' && s[3] == ';' && (s[4] == '3' || s[4] == '5');
+  if (modified && (last == 'C' || last == 'D')) {
+    le.pos = last == 'C' ? word_right(le.pos) : word_left(le.pos);
+    refresh();
+    return 1;
+  }
   switch (last) {
     case 'A':
       history_move(-1);
@@ -521,6 +732,92 @@ on_fs_read (uv_fs_t *req) {
   } else {
     flush_partial_and_eof();
   }
+}
+
+// --- Tab completion --------------------------------------------------------
+// Tab sends the text before the cursor to Lua (an LUDX_EV_LINE wakes it);
+// Lua answers with ludx_line_complete while the prompt is still up. An answer
+// for text that has changed since is dropped.
+
+static void
+complete_request (void) {
+  char *r = malloc(le.pos + 1);
+  if (r == NULL)
+    return;
+  memcpy(r, le.buf, le.pos);
+  r[le.pos] = 0;
+  free(le.comp_req);
+  le.comp_req = r;
+  le.comp_len = le.pos;
+  le.comp_pending = 1;
+  post();
+}
+
+int
+ludx_line_completion (char **text, size_t *len) {
+  if (!le.active || !le.comp_pending || le.comp_req == NULL)
+    return 0;
+  le.comp_pending = 0;
+  char *t = malloc(le.comp_len + 1);
+  if (t == NULL)
+    return UV_ENOMEM;
+  memcpy(t, le.comp_req, le.comp_len + 1);
+  *text = t;
+  *len = le.comp_len;
+  return 1;
+}
+
+void
+ludx_line_complete (size_t start, const char **items, const size_t *lens, size_t n) {
+  if (!le.editing || le.comp_req == NULL)
+    return;
+  // the line must still be what was asked about
+  int same = le.pos == le.comp_len && (le.pos == 0 || memcmp(le.buf, le.comp_req, le.pos) == 0);
+  free(le.comp_req);
+  le.comp_req = NULL;
+  if (!same || n == 0 || start > le.pos)
+    return;
+  size_t typed = le.pos - start;
+  // the longest prefix all candidates share
+  size_t common = lens[0];
+  for (size_t i = 1; i < n; i++) {
+    size_t j = 0;
+    while (j < common && j < lens[i] && items[i][j] == items[0][j])
+      j++;
+    common = j;
+  }
+  if (common > typed && memcmp(items[0], le.buf + start, typed) == 0) {
+    insert(items[0] + typed, common - typed);
+    refresh();
+    return;
+  }
+  if (n == 1)
+    return;
+  // nothing more to add: list the candidates under the prompt
+  int width = cols();
+  size_t colw = 0;
+  for (size_t i = 0; i < n && i < COMPLETE_SHOW; i++) {
+    if (lens[i] > colw)
+      colw = lens[i];
+  }
+  colw += 2;
+  size_t per_row = colw < (size_t) width ? (size_t) width / colw : 1;
+  outs("\r\n");
+  for (size_t i = 0; i < n && i < COMPLETE_SHOW; i++) {
+    out(items[i], lens[i]);
+    if ((i + 1) % per_row == 0 || i + 1 == n || i + 1 == COMPLETE_SHOW) {
+      outs("\r\n");
+    } else {
+      for (size_t k = lens[i]; k < colw; k++)
+        outs(" ");
+    }
+  }
+  if (n > COMPLETE_SHOW) {
+    char more[64];
+    snprintf(more, sizeof(more), "... and %zu more\r\n", n - COMPLETE_SHOW);
+    outs(more);
+  }
+  refresh();
 }
 
 static void
@@ -741,6 +1038,12 @@ ludx_line_stop (void) {
   free(le.prompt);
   free(le.buf);
   free(le.saved);
+  free(le.kill);
+  free(le.search_orig);
+  free(le.comp_req);
+  le.kill = le.search_orig = le.comp_req = NULL;
+  le.kill_len = le.comp_len = 0;
+  le.searching = le.comp_pending = 0;
   free(le.ahead);
   le.ahead = NULL;
   le.ahead_len = 0;

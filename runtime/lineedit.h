@@ -41,6 +41,16 @@ ludx_line_cancel (void);
 void
 ludx_line_add_history (const char *line);
 
+// Tab at the prompt asks for completions: 1 and the text before the cursor
+// (malloc'd, caller frees) when a request is waiting, else 0.
+int
+ludx_line_completion (char **text, size_t *len);
+
+// The answer: candidates for the bytes from `start` to the cursor. The
+// common prefix is inserted; when that adds nothing, they are listed.
+void
+ludx_line_complete (size_t start, const char **items, const size_t *lens, size_t n);
+
 // Restores the terminal and saves the history.
 void
 ludx_line_stop (void);

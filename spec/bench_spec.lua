@@ -53,3 +53,204 @@ describe("ludx bench", function()
     assert.matches("unknown option", err2)
   end))
 end)
+
+-- Suites of your own, skipped systems, plots, --render, --compare, --report.
+local function tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  os.execute("mkdir -p '" .. d .. "'")
+  return d
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function read(path)
+  local f = assert(io.open(path))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- A 1 MB transfer: too short for a readable trace at any sampling interval.
+local TINY = [[
+-- a one-megabyte transfer between ludx ends
+local transfer = require "ludx.bench.transfer"
+return {
+  name = "tiny",
+  cases = {
+    transfer.case({ name = "1m", description = "{size} over loopback", bytes = 1024 * 1024,
+      quick_bytes = 512 * 1024, chunk = 65536, systems = { "ludx -> ludx", "udx-native -> ludx" },
+      baseline = "ludx -> ludx" }),
+  },
+}
+]]
+
+-- A suite that is not a transfer; its plot fails.
+local BROKEN_PLOT = [[
+-- counts to three
+return {
+  name = "count",
+  cases = {
+    { name = "three", description = "counts", systems = { "lua" }, baseline = "lua",
+      run = function() return { ok = true, n = 3 } end,
+      plot = function() error("nothing to draw", 0) end },
+  },
+}
+]]
+
+-- A small HTML/SVG checker: every tag closes in order, void elements
+-- excepted; returns the list of tags opened.
+local VOID = { meta = true, br = true, hr = true, img = true, link = true, input = true }
+local function parse_html(text)
+  local stack, tags = {}, {}
+  local body = text:gsub("^<!DOCTYPE html>", "")
+  local i = 1
+  while true do
+    local s, e, inner = body:find("<([^>]*)>", i)
+    if not s then break end
+    local between = body:sub(i, s - 1)
+    assert(not between:find("<", 1, true), "stray '<' near " .. between:sub(1, 40))
+    i = e + 1
+    if inner:sub(1, 1) == "/" then
+      local name = inner:match("^/([%w:]+)")
+      local top = table.remove(stack)
+      assert(top == name, "closing </" .. tostring(name) .. "> but <" .. tostring(top) .. "> is open")
+    elseif inner:sub(1, 1) ~= "!" then
+      local name = assert(inner:match("^([%w:]+)"), "bad tag <" .. inner .. ">")
+      tags[#tags + 1] = { name = name, attrs = inner }
+      if not (VOID[name] or inner:sub(-1) == "/") then stack[#stack + 1] = name end
+    end
+  end
+  assert.are.equal(0, #stack, "unclosed: " .. table.concat(stack, ", "))
+  return tags
+end
+
+describe("ludx bench with suites of your own", function()
+  it("runs a suite by path and by --suite-path; skips systems without Node peers in one line", run(function()
+    local dir = tmpdir()
+    write(dir .. "/tiny.lua", TINY)
+    local out_json = dir .. "/r.jsonl"
+    -- by path, with node not on PATH: the udx-native system is skipped
+    local out, err, status = H.ludx({ "bench", dir .. "/tiny.lua", "--quick", "--json", out_json },
+      { timeout = 120000, env = { PATH = "/nonexistent" } })
+    assert.are.equal(0, status, out .. err)
+    assert.matches("tiny / 1m  %(512 KB over loopback%)", out)
+    local _, lines = out:gsub("tools/install%-node%-deps", "")
+    assert.are.equal(1, lines, out)
+    assert.matches("skipped: systems with node is not on PATH", out)
+    assert.matches("ludx %-> ludx", out)
+    assert.is_nil(err:find("Error:", 1, true), err)
+    -- by name in a --suite-path directory, listed by --list
+    local list = H.ludx({ "bench", "--list", "--suite-path", dir })
+    assert.matches("tiny%s+a one%-megabyte transfer between ludx ends", list)
+    assert.matches("loopback ", list)
+    local out2, err2, status2 = H.ludx({ "bench", "--suite-path", dir, "tiny", "--quick", "--json", out_json },
+      { timeout = 120000, env = { PATH = "/nonexistent" } })
+    assert.are.equal(0, status2, out2 .. err2)
+    assert.matches("tiny / 1m", out2)
+    -- --render with no suite named renders what the file recorded
+    local out3, _, status3 = H.ludx({ "bench", "--render", out_json })
+    assert.are.equal(0, status3)
+    assert.matches("tiny / 1m  %(512 KB over loopback%)", out3)
+    os.execute("rm -rf '" .. dir .. "'")
+  end, 240000))
+
+  it("plots a short transfer with enough points; a failed plot says so", run(function()
+    local dir = tmpdir()
+    write(dir .. "/tiny.lua", TINY)
+    write(dir .. "/count.lua", BROKEN_PLOT)
+    local plots = dir .. "/plots"
+    local out, err, status = H.ludx({ "bench", dir .. "/tiny.lua", "--quick", "--json", dir .. "/r.jsonl",
+      "--plot", plots }, { timeout = 240000, env = { PATH = "/nonexistent" } })
+    assert.are.equal(0, status, out .. err)
+    assert.matches("plots: " .. plots:gsub("%p", "%%%0"), out)
+    local svg = read(plots .. "/tiny-1m-throughput.svg")
+    local pts = assert(svg:match('<polyline[^>]-points="([^"]*)"'))
+    local n = select(2, pts:gsub("[%d.]+,[%d.]+", ""))
+    assert.is_true(n >= 49, "only " .. n .. " points")
+    -- the title says the trace needed more bytes than the 512 KB measured
+    assert.matches("512 KB over loopback %(traced with", svg)
+    local out2, err2, status2 = H.ludx({ "bench", dir .. "/count.lua", "--json", dir .. "/c.jsonl", "--plot", plots,
+      "--runs", "1", "--warmups", "0" })
+    assert.are.equal(0, status2, out2 .. err2)
+    assert.matches("plot failed: count/three: nothing to draw", out2)
+    assert.is_nil(out2:find("plots: ", 1, true), out2)
+    os.execute("rm -rf '" .. dir .. "'")
+  end, 300000))
+
+  it("the example latency suite runs and writes one self-contained HTML report", run(function()
+    local dir = tmpdir()
+    local report = dir .. "/rep/index.html"
+    local out, err, status = H.ludx({ "bench", H.root .. "/examples/bench/latency.lua", "--quick", "--json",
+      dir .. "/l.jsonl", "--report", report }, { timeout = 120000 })
+    assert.are.equal(0, status, out .. err)
+    assert.matches("latency / small  %(100 requests of 64 bytes", out)
+    assert.matches("secretstream", out)
+    local html = read(report)
+    local tags = parse_html(html)
+    local count = {}
+    for _, t in ipairs(tags) do
+      count[t.name] = (count[t.name] or 0) + 1
+      -- no external assets: no scripts, links, images or remote URLs
+      assert.is_nil(t.attrs:find("src=", 1, true), t.attrs)
+      assert.is_nil(t.attrs:find("href=", 1, true), t.attrs)
+      assert.is_nil(t.attrs:find("url%(http"), t.attrs)
+      assert.is_true(t.name ~= "script" and t.name ~= "link", t.name)
+    end
+    assert.are.equal(1, count.html)
+    assert.are.equal(2, count.section)
+    assert.are.equal(2, count.svg)
+    assert.is_true((count.polyline or 0) >= 4)
+    assert.matches("latency / small", html)
+    assert.matches("p50 ms", html)
+    -- the report renders again from the file
+    local out2, err2, status2 = H.ludx({ "bench", "--render", dir .. "/l.jsonl", "--report", dir .. "/r2.html" })
+    assert.are.equal(0, status2, out2 .. err2)
+    parse_html(read(dir .. "/r2.html"))
+    os.execute("rm -rf '" .. dir .. "'")
+  end, 120000))
+
+  it("--compare shows each case side by side, with the change and whether it is beyond the spread", run(function()
+    local dir = tmpdir()
+    local function run_file(name, values)
+      local lines = {
+        json.encode({ kind = "environment", environment = { commit = name } }),
+        json.encode({ kind = "case", id = "s/c", suite = "s", name = "c", systems = { "a", "b" }, baseline = "a",
+          case_kind = "transfer" }),
+      }
+      for system, list in pairs(values) do
+        for i, v in ipairs(list) do
+          lines[#lines + 1] = json.encode({ kind = "sample", case = "s/c", system = system, run = i, ok = true, mb_s = v })
+        end
+      end
+      write(dir .. "/" .. name .. ".jsonl", table.concat(lines, "\n") .. "\n")
+      return dir .. "/" .. name .. ".jsonl"
+    end
+    local old = run_file("old", { a = { 100, 102, 101 }, b = { 50, 55, 60 } })
+    local new = run_file("new", { a = { 80, 82, 81 }, b = { 52, 58, 61 } })
+    local out, err, status = H.ludx({ "bench", "--compare", old, new })
+    assert.are.equal(0, status, out .. err)
+    assert.matches("s/c", out)
+    assert.matches("a%s+101 %[100%-102%]%s+81 %[80%-82%]%s+%-19%.8%%%s+WORSE %(beyond spread%)", out)
+    assert.matches("b%s+55 %[50%-60%]%s+58 %[52%-61%]%s+%+5%.5%%%s+within spread", out)
+    local _, err2, status2 = H.ludx({ "bench", "--compare", old })
+    assert.are.equal(1, status2)
+    assert.matches("two files", err2)
+    os.execute("rm -rf '" .. dir .. "'")
+  end))
+
+  it("--help points to docs/bench.md; a missing suite file is named", run(function()
+    local out, _, status = H.ludx({ "bench", "--help" })
+    assert.are.equal(0, status)
+    assert.matches("docs/bench%.md", out)
+    assert.matches("%-%-suite%-path", out)
+    assert.matches("%-%-compare", out)
+    local _, err, status2 = H.ludx({ "bench", "/nonexistent/mysuite.lua" })
+    assert.are.equal(1, status2)
+    assert.matches("no such file: /nonexistent/mysuite%.lua", err)
+  end))
+end)

@@ -9,12 +9,12 @@ local function start_repl()
   os.remove(home)
   os.execute("mkdir -p " .. home)
   local p = assert(process.spawn(H.ludx_bin, {}, { pty = true, env = { HOME = home, TERM = "xterm" } }))
-  assert(p:expect("> ", 5000, true))
+  assert(p:expect("> ", 20000, true))
   return p, home
 end
 
 local function expect(p, text)
-  local got, err = p:expect(text, 5000, true)
+  local got, err = p:expect(text, 20000, true)
   assert(got, err)
   return got
 end
@@ -148,4 +148,266 @@ describe("the REPL without a terminal", function()
     assert.are.equal("42\n\"multi\"\n", table.concat(out))
     p:close()
   end))
+end)
+
+local function bye(p, home)
+  p:write("\4")
+  assert.are.equal(0, p:wait(20000))
+  p:close()
+  if home then os.execute("rm -rf " .. home) end
+end
+
+-- Types a line and returns what came before the next prompt.
+local function line(p, input)
+  p:write(input .. "\r")
+  return expect(p, "\n\r> ")
+end
+
+describe("the REPL shows objects and errors briefly", function()
+  it("prints sockets and streams as one-line summaries", run(function()
+    local p, home = start_repl()
+    p:write("udx = require 'ludx.udx'\r")
+    expect(p, "\n\r> ")
+    p:write("s = udx.bind('127.0.0.1', 0)\r")
+    expect(p, "\n\r> ")
+    p:write("s\r")
+    local out = expect(p, "open>")
+    assert.matches("<udx socket 127%.0%.0%.1:%d+ open>", out)
+    p:write("st = udx.stream(7)\r")
+    expect(p, "\n\r> ")
+    p:write("st:connect(s, 8, 9, '127.0.0.1')\r")
+    expect(p, "true")
+    p:write("{ st }\r")
+    out = expect(p, "rtt")
+    assert.matches("<udx stream 7 %-> 8 at 127%.0%.0%.1:9 connected", out)
+    assert.is_nil(out:find("waiters", 1, true))
+    bye(p, home)
+  end, 60000))
+
+  it("errors keep their position; tracebacks drop the REPL's frames", run(function()
+    local p, home = start_repl()
+    p:write("error('boom')\r")
+    expect(p, "stdin:1: boom")
+    p:write("function deep() error('deeper') end\r")
+    expect(p, "\n\r> ")
+    p:write("deep()\r")
+    out = expect(p, "in main chunk")
+    assert.matches("stdin:1: deeper", out)
+    assert.matches("in function 'deep'", out)
+    out = out .. expect(p, "\n\r> ")
+    assert.is_nil(out:find("[builtin#", 1, true), out)
+    assert.is_nil(out:find("repl.lua", 1, true), out)
+    assert.is_nil(out:find("init.lua", 1, true), out)
+    bye(p, home)
+  end, 60000))
+
+  it("keeps a top-level local for the lines after it", run(function()
+    local p, home = start_repl()
+    p:write("local x = 5\r")
+    expect(p, "\n\r> ")
+    p:write("local function twice(n) return 2 * n end\r")
+    expect(p, "\n\r> ")
+    p:write("twice(x) + 1\r")
+    expect(p, "\n11\r\n")
+    -- a local inside a block stays local to it
+    p:write("do local hidden = 1 end\r")
+    expect(p, "\n\r> ")
+    p:write("hidden == nil\r")
+    expect(p, "true")
+    bye(p, home)
+  end, 60000))
+end)
+
+describe("the REPL line editor", function()
+  it("completes globals, fields and methods with Tab", run(function()
+    local p, home = start_repl()
+    line(p, "zz_unique_name = 41")
+    p:write("zz_uni\t")
+    expect(p, "zz_unique_name")
+    assert.matches("\n42\r\n", line(p, " + 1"))
+    p:write("string.rev\t")
+    expect(p, "string.reverse")
+    assert.matches('"cba"', line(p, "('abc')"))
+    line(p, "s = require('ludx.udx').bind('127.0.0.1', 0)")
+    p:write("s:addr\t")
+    expect(p, "s:address")
+    assert.matches('"127%.0%.0%.1"', line(p, "()"))
+    -- two candidates: Tab lists them, the line stays
+    line(p, "zz_ab1, zz_ab2 = 1, 2")
+    p:write("zz_a\t")
+    expect(p, "zz_ab")
+    p:write("\t")
+    local out = expect(p, "zz_ab2")
+    assert.matches("zz_ab1  ", out)
+    expect(p, "> zz_ab")
+    assert.matches("\n2\r\n", line(p, "2"))
+    bye(p, home)
+  end, 60000))
+
+  it("Ctrl-R searches the history backwards", run(function()
+    local p, home = start_repl()
+    p:write("'needle one'\r")
+    expect(p, "\"needle one\"")
+    p:write("'other'\r")
+    expect(p, "\"other\"")
+    p:write("\18needle")
+    expect(p, "(reverse-i-search)`needle': 'needle one'")
+    p:write("\r")
+    expect(p, "\"needle one\"")
+    -- Ctrl-G leaves the search with the line as it was
+    p:write("1 + \18zzz\7")
+    expect(p, "1 + ")
+    p:write("1\r")
+    expect(p, "\n2\r\n")
+    bye(p, home)
+  end, 60000))
+
+  it("has word moves, kill and yank", run(function()
+    local p, home = start_repl()
+    -- Ctrl-U kills the line, Ctrl-Y yanks it back elsewhere
+    p:write("2 + 3\21")
+    p:write("10 * \25\r")
+    expect(p, "\n23\r\n")
+    -- Alt-b: back a word
+    p:write("1 + 20\27b3\r")
+    expect(p, "\n321\r\n")
+    -- Ctrl-Left twice: to the start
+    p:write("5 + 60\27[1;5D\27[1;5D1\r")
+    expect(p, "\n75\r\n")
+    -- Alt-f after Ctrl-A: past two words; Alt-d kills to the end of the next
+    p:write("7 + 8 + 100\1\27f\27f\27d9\r")
+    expect(p, "\n96\r\n")
+    bye(p, home)
+  end, 60000))
+end)
+
+describe("ludx -i and ludx attach", function()
+  local function tmpdir()
+    local d = os.tmpname()
+    os.remove(d)
+    os.execute("mkdir -p " .. d)
+    return d
+  end
+
+  it("ludx -i runs the script, then opens the REPL over its globals and tasks", run(function()
+    local dir = tmpdir()
+    local f = assert(io.open(dir .. "/svc.lua", "w"))
+    -- a service that keeps running: the REPL must open beside it
+    f:write("answer = 40 + #arg\nlocal ludx = require 'ludx'\ninbox, outbox = ludx.queue(), ludx.queue()\n" ..
+      "ludx.spawn('svc', function() while true do outbox:put(inbox:get() .. '!') end end)\n")
+    f:close()
+    local p = assert(process.spawn(H.ludx_bin, { "-i", dir .. "/svc.lua", "a", "b" },
+      { pty = true, env = { HOME = dir, TERM = "xterm" } }))
+    assert(p:expect("> ", 20000, true))
+    p:write("answer\r")
+    expect(p, "\n42\r\n")
+    p:write("inbox:put('ping')\r")
+    expect(p, "\n\r> ")
+    p:write("outbox:get()\r")
+    expect(p, "\"ping!\"")
+    bye(p, dir)
+  end, 60000))
+
+  it("ludx attach opens a REPL into a running process through its socket", run(function()
+    local dir = tmpdir()
+    local sock = dir .. "/repl.sock"
+    local f = assert(io.open(dir .. "/svc.lua", "w"))
+    f:write([[
+local ludx = require "ludx"
+secret = 41
+local srv = assert(require("ludx.repl").serve(arg[1], { env = { svc = "the service" }, max_line = 4096,
+  max_clients = 2 }))
+print("serving")
+io.stdout:flush()
+require("ludx.stdin").watch(function() end, function() srv.close() end)
+]])
+    f:close()
+    local svc = assert(process.spawn(H.ludx_bin, { dir .. "/svc.lua", sock }))
+    assert(svc:expect("serving", 20000, true))
+    local st = assert(require("ludx.fs").stat(sock))
+    assert.are.equal(tonumber("600", 8), st.mode)
+
+    local p = assert(process.spawn(H.ludx_bin, { "attach", sock }, { pty = true, env = { HOME = dir, TERM = "xterm" } }))
+    expect(p, "attached to pid")
+    expect(p, "\n\r> ")
+    p:write("secret + 1\r")
+    expect(p, "\n42\r\n")
+    p:write("svc\r")
+    expect(p, "\"the service\"")
+    p:write("secr\t")
+    expect(p, "secret")
+    p:write("\r")
+    expect(p, "\n41\r\n")
+    p:write("error('boom')\r")
+    expect(p, "stdin:1: boom")
+    -- Ctrl-C stops a line running over there
+    p:write("print('sleeping') ludx.sleep(600000)\r")
+    expect(p, "\nsleeping")
+    p:write("\3")
+    expect(p, "interrupted")
+    expect(p, "\n\r> ")
+    p:write("\4")
+    assert.are.equal(0, p:wait(20000))
+    p:close()
+
+    -- a client that left frees its slot once the process has seen it go:
+    -- connect until there is one
+    local tcp = require "ludx.tcp"
+    local function attach_raw()
+      for _ = 1, 1000 do
+        local c = assert(tcp.connect_unix(sock, 20000))
+        local got = ""
+        while not got:find("\n", 1, true) do
+          local d = c:read(65536, 20000)
+          if not d then break end
+          got = got .. d
+        end
+        if got:find("attached", 1, true) then return c end
+        c:close()
+        ludx.sleep(10)
+      end
+      error("no free REPL slot")
+    end
+    -- clients are bounded: past max_clients one is told and closed
+    local a, b = attach_raw(), attach_raw()
+    local extra = assert(tcp.connect_unix(sock, 20000))
+    local said = {}
+    while true do
+      local data = extra:read(65536, 20000)
+      if not data then break end
+      said[#said + 1] = data
+    end
+    extra:close()
+    assert.matches("too many REPL clients", table.concat(said))
+    a:close()
+
+    -- a line without an end is bounded: the client is dropped, the process goes on
+    local c = attach_raw()
+    c:write(string.rep("x", 10000))
+    local got = {}
+    while true do
+      local data = c:read(65536, 20000)
+      if not data then break end
+      got[#got + 1] = data
+    end
+    c:close()
+    assert.matches("line longer than 4096 bytes", table.concat(got))
+    local still = attach_raw()
+    still:write('{"t":"line","s":"secret"}\n')
+    local reply = ""
+    while not reply:find("41", 1, true) do reply = reply .. assert(still:read(65536, 20000)) end
+    still:close()
+    b:close()
+
+    -- the socket file goes with the process
+    svc:close_stdin()
+    assert.are.equal(0, svc:wait(20000))
+    svc:close()
+    assert.is_nil(require("ludx.fs").stat(sock))
+    -- nothing to attach to: a clear error
+    local _, err, status = H.ludx({ "attach", sock })
+    assert.are.equal(1, status)
+    assert.matches("ludx attach: .*repl%.sock", err)
+    os.execute("rm -rf " .. dir)
+  end, 90000))
 end)

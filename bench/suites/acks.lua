@@ -11,7 +11,7 @@ local MB = 1024 * 1024
 local function case(name, policy)
   return transfer.case({
     name = name,
-    description = "200 MB over loopback, 64 KB writes, ludx receiver acks " .. policy,
+    description = "{size} over loopback, 64 KB writes, ludx receiver acks " .. policy,
     bytes = 200 * MB, quick_bytes = 20 * MB, chunk = 65536,
     systems = { "udx-native -> udx-native", "udx-native -> ludx", "ludx -> ludx" },
     receiver_opts = { ackPolicy = policy },
@@ -22,7 +22,7 @@ end
 local function path_case(name, policy)
   return transfer.case({
     name = name,
-    description = "20 MB, 100 Mbit/s, 40 ms RTT, 1000-packet queue, 1% loss, ludx receiver acks " .. policy,
+    description = "{size}, 100 Mbit/s, 40 ms RTT, 1000-packet queue, 1% loss, ludx receiver acks " .. policy,
     bytes = 20 * MB, quick_bytes = 5 * MB, chunk = 65536,
     systems = { "udx-native -> udx-native", "udx-native -> ludx" },
     receiver_opts = { ackPolicy = policy },

@@ -106,6 +106,10 @@ return {
     {
       name = "lookups",
       description = "1000 DHT nodes on loopback in one process; 200 lookups of announced topics",
+      describe = function(ctx)
+        if ctx.quick then return "100 DHT nodes on loopback in one process; 50 lookups of announced topics" end
+        return "1000 DHT nodes on loopback in one process; 200 lookups of announced topics"
+      end,
       systems = { "ludx" },
       baseline = "ludx",
       runs = 1,
@@ -115,6 +119,7 @@ return {
         return lookups(ctx, 1000, 200, 20)
       end,
       render = render,
+      metric = { field = "lookup_ms_median", unit = "ms", better = "lower" },
     },
   },
 }

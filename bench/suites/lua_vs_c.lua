@@ -9,7 +9,7 @@ return {
   cases = {
     transfer.case({
       name = "plain-64k",
-      description = "200 MB over loopback, 64 KB writes, Lua ends against C-only ends",
+      description = "{size} over loopback, 64 KB writes, Lua ends against C-only ends",
       bytes = 200 * MB, quick_bytes = 20 * MB, chunk = 65536,
       -- both ends hash as the bytes arrive (in C either way) and keep
       -- nothing: storing 200 MB for a later hash measures page faults,

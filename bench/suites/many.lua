@@ -9,7 +9,7 @@ return {
   cases = {
     transfer.case({
       name = "100-streams",
-      description = "100 concurrent streams on one socket, 1 MB each, loopback",
+      description = "100 concurrent streams on one socket, {size} in all, loopback",
       bytes = 100 * MB, quick_bytes = 20 * MB, chunk = 65536, streams = 100,
     }),
   },

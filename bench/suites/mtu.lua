@@ -48,7 +48,7 @@ end
 local function mtu_case(mtu)
   return transfer.case({
     name = "link-" .. mtu,
-    description = "a " .. mtu .. "-byte link between two network namespaces, 100 MB",
+    description = "a " .. mtu .. "-byte link between two network namespaces, {size}",
     bytes = 100 * MB, quick_bytes = 10 * MB, chunk = 65536,
     sender_opts = { host = ADDR_A },
     receiver_opts = { host = ADDR_B },

@@ -19,13 +19,13 @@ end
 return {
   name = "path",
   cases = {
-    path_case("100M-40ms-0", "100 Mbit/s, 40 ms RTT, 1000-packet queue, 50 MB, no loss",
+    path_case("100M-40ms-0", "100 Mbit/s, 40 ms RTT, 1000-packet queue, {size}, no loss",
       { rate = 100e6, delay_ms = 20, queue = 1000, seed = 1 }, 50 * MB, 5 * MB),
-    path_case("100M-40ms-1pct", "100 Mbit/s, 40 ms RTT, 1000-packet queue, 50 MB, 1% loss",
+    path_case("100M-40ms-1pct", "100 Mbit/s, 40 ms RTT, 1000-packet queue, {size}, 1% loss",
       { rate = 100e6, delay_ms = 20, queue = 1000, loss = 0.01, seed = 2 }, 50 * MB, 5 * MB),
-    path_case("100M-40ms-5pct", "100 Mbit/s, 40 ms RTT, 1000-packet queue, 50 MB, 5% loss",
+    path_case("100M-40ms-5pct", "100 Mbit/s, 40 ms RTT, 1000-packet queue, {size}, 5% loss",
       { rate = 100e6, delay_ms = 20, queue = 1000, loss = 0.05, seed = 3 }, 50 * MB, 5 * MB),
-    path_case("20M-100ms", "20 Mbit/s, 100 ms RTT, 1000-packet queue, 20 MB",
+    path_case("20M-100ms", "20 Mbit/s, 100 ms RTT, 1000-packet queue, {size}",
       { rate = 20e6, delay_ms = 50, queue = 1000, seed = 4 }, 20 * MB, 2 * MB),
   },
 }

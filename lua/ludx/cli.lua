@@ -23,6 +23,7 @@ commands:
   fetch       download what a key shares
   keygen      make a key pair
   dht         DHT tools: lookup, announce, testnet
+  attach      a REPL into a running ludx process (ludx attach --help)
 ]=]
 
 -- Subcommands are modules ludx.cmd.<name>, found when they exist.
@@ -152,8 +153,9 @@ function M.main(argv)
       report_error(err)
       return 1
     end
-    local status = run_chunk(chunk, unpack(arg, 1, #arg))
-    if status ~= 0 or not interactive then return status end
+    -- -i: the script and the REPL share one loop and its globals
+    if interactive then return require("ludx.repl").main({ chunk = chunk, args = { unpack(arg, 1, #arg) } }) end
+    return run_chunk(chunk, unpack(arg, 1, #arg))
   elseif #exprs > 0 and not interactive then
     return 0
   end

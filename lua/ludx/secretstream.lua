@@ -51,6 +51,18 @@ local PENDING_LIMIT = 1024 * 1024
 
 local Stream = {}
 Stream.__index = Stream
+-- One line for the REPL and logs: role, short keys, state, what it runs on.
+Stream.__tostring = function(s)
+  local function short(k)
+    if type(k) ~= "string" then return "?" end
+    return (k:sub(1, 4):gsub(".", function(c) return string.format("%02x", c:byte()) end)) .. "..."
+  end
+  local state = s.closed and "closed" or (s.err and "failed" or (s.is_ready and "ready" or "handshaking"))
+  local over = (type(s.raw) == "table" and getmetatable(s.raw) and getmetatable(s.raw).__tostring) and tostring(s.raw)
+    or type(s.raw)
+  return string.format("<secretstream %s %s, key %s, remote %s, over %s>", s.initiator and "initiator" or "responder",
+    state, short(s.public_key), short(s.remote_public_key), over)
+end
 
 local function pack(...)
   return { n = select("#", ...), ... }

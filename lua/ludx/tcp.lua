@@ -198,4 +198,62 @@ end
 
 ludx.on_event(EV.TCP_CONNECTION, function(s) s.waiters:wake_all(true) end)
 
+-- Unix-domain sockets: the same servers and connections over a file path.
+-- The socket file is made mode 0600 and removed when the server closes.
+function M.listen_unix(path, opts)
+  if type(path) ~= "string" then bad_arg("path", "listen_unix", "string", type(path)) end
+  local s = setmetatable({ waiters = ludx.waiters(), pending = 0, unix = true }, Server)
+  s.ref = ludx.ref(s)
+  local h, msg, code = core.unix_listen(path, s.ref, opts and opts.backlog)
+  if not h then
+    ludx.unref(s.ref)
+    return nil, msg, code
+  end
+  s.h = h
+  ludx.track(s)
+  return s
+end
+
+function M.connect_unix(path, timeout)
+  if type(path) ~= "string" then bad_arg("path", "connect_unix", "string", type(path)) end
+  timeout = ludx.check_timeout(timeout, "connect_unix")
+  local c = setmetatable({ unix = true }, Conn)
+  c.ref = ludx.ref(c)
+  local h, msg, code = core.unix_connect(path, c.ref)
+  if not h then
+    ludx.unref(c.ref)
+    return nil, msg, code
+  end
+  new_conn(h, c)
+  while c.connect_status == nil do
+    local ok, m, cd = c.events:wait("unix connect", timeout, "connect_unix")
+    if ok == nil and cd then
+      c:close()
+      return nil, m, cd
+    end
+  end
+  if c.connect_status < 0 then
+    local m, cd = core.strerror(c.connect_status)
+    c:close()
+    return nil, m, cd
+  end
+  return c
+end
+
+-- One-line summaries for the REPL and logs.
+Conn.__tostring = function(c)
+  local state = c.closed and "closed" or (c.shutdown_status and "finished" or "open")
+  if c.unix then return string.format("<unix connection %s>", state) end
+  local ok, lh, lp = pcall(c.address, c)
+  local ok2, rh, rp = pcall(c.remote_address, c)
+  return string.format("<tcp connection %s:%s -> %s:%s %s>", ok and tostring(lh) or "?", ok and tostring(lp) or "?",
+    ok2 and tostring(rh) or "?", ok2 and tostring(rp) or "?", state)
+end
+Server.__tostring = function(s)
+  if s.closed then return "<tcp server closed>" end
+  local ok, h, p = pcall(s.address, s)
+  if s.unix then return string.format("<unix server %s listening>", ok and tostring(h) or "?") end
+  return string.format("<tcp server %s:%s listening>", ok and tostring(h) or "?", ok and tostring(p) or "?")
+end
+
 return M

@@ -74,6 +74,12 @@ end
 
 local Socket = {}
 Socket.__index = Socket
+-- One line for the REPL and logs: kind, address, state.
+Socket.__tostring = function(s)
+  if s.closed or not s.h then return "<udx socket closed>" end
+  local ok, host, port = pcall(s.h.address, s.h)
+  return string.format("<udx socket %s:%s open>", ok and tostring(host) or "?", ok and tostring(port) or "?")
+end
 
 --- Binds a UDP socket. host "0.0.0.0", "::" (dual stack), "127.0.0.1"...;
 -- port 0 picks one. opts.ipv6only.
@@ -163,6 +169,24 @@ end
 
 local Stream = {}
 Stream.__index = Stream
+-- One line for the REPL and logs: ids, remote address, state, bytes.
+Stream.__tostring = function(s)
+  local state = (s.closed or s.closing) and ("closed" .. (s.err_code and " (" .. tostring(s.err_code) .. ")" or ""))
+    or (s.socket and "connected" or "not connected")
+  local remote = ""
+  if s.socket and not s.closed then
+    local ok, host, port = pcall(s.h.remote_address, s.h)
+    if ok and host then remote = string.format(" at %s:%s", tostring(host), tostring(port)) end
+  end
+  local bytes = ""
+  if s.statsp and not s.closed then
+    local st = s.statsp[0]
+    bytes = string.format(", %d B sent, %d B received, rtt %.1f ms", tonumber(st.bytes_sent),
+      tonumber(st.bytes_received), st.rtt_us / 1000)
+  end
+  return string.format("<udx stream %d -> %s%s %s%s>", s.id, s.remote_id and tostring(s.remote_id) or "?", remote,
+    state, bytes)
+end
 -- lets layers above (SecretStream) use the C-side paths for udx streams
 Stream.udx_stream = true
 

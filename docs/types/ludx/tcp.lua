@@ -27,6 +27,22 @@ function M.connect(host, port, timeout) end
 ---@return string? code
 function M.listen(host, port, opts) end
 
+--- Listens on a Unix socket at path, made with mode 0600 and removed when the server closes. opts.backlog.
+---@param path string
+---@param opts? table
+---@return ludx.tcp.Server? server
+---@return string? err
+---@return string? code
+function M.listen_unix(path, opts) end
+
+--- Connects to a Unix socket; the connection has the same API.
+---@param path string
+---@param timeout? number
+---@return ludx.tcp.Conn? conn
+---@return string? err
+---@return string? code
+function M.connect_unix(path, timeout) end
+
 --- A TCP connection.
 ---@class ludx.tcp.Conn
 local C1 = {}

@@ -4,6 +4,8 @@ local M = {}
 
 local format, floor, ceil, log10, max, min = string.format, math.floor, math.ceil, math.log10, math.max, math.min
 
+local clip_n = 0
+
 local PALETTE = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf" }
 
 local function esc(s)
@@ -112,7 +114,10 @@ function M.chart(spec)
     add('<text x="%d" y="%d" text-anchor="middle" transform="rotate(90 %d %d)">%s</text>', W - 18, top + ph / 2, W - 18, top + ph / 2, esc(spec.y2_label or ""))
   end
   -- lines, clipped to the plot area
-  add('<clipPath id="plot"><rect x="%d" y="%d" width="%d" height="%d"/></clipPath>', left, top, pw, ph)
+  -- ids unique per chart: many charts may share one HTML page
+  clip_n = clip_n + 1
+  local clip = "plot" .. clip_n
+  add('<clipPath id="%s"><rect x="%d" y="%d" width="%d" height="%d"/></clipPath>', clip, left, top, pw, ph)
   local idx = 0
   local legend = {}
   local function draw(series, lo, hi, dashed)
@@ -124,7 +129,7 @@ function M.chart(spec)
         if p[2] == p[2] then pts[#pts + 1] = format("%.1f,%.1f", px(p[1]), py(p[2], lo, hi)) end
       end
       if #pts > 0 then
-        add('<polyline clip-path="url(#plot)" fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>', color, dashed and ' stroke-dasharray="6 3"' or "", table.concat(pts, " "))
+        add('<polyline clip-path="url(#%s)" fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>', clip, color, dashed and ' stroke-dasharray="6 3"' or "", table.concat(pts, " "))
       end
       legend[#legend + 1] = { name = s.name .. (dashed and " (right axis)" or ""), color = color, dashed = dashed }
     end

@@ -229,11 +229,58 @@ function M.payload_rate(rate)
   return rate / 8 * 1452 / 1500
 end
 
---- A case over the given systems. spec: name, description, bytes, chunk,
+--- Whether the ends of a system can run here: false and what to install
+-- when an end's program is missing (Node peers, the C driver).
+function M.available(system)
+  local bench = require "ludx.bench"
+  local skind, rkind = tostring(system):match("^(%S+) %-> (%S+)$")
+  if not skind then return true end
+  for _, kind in ipairs({ skind, rkind }) do
+    if kind == "udx-native" then
+      local ok, why = bench.node_available("udx-native")
+      if not ok then return false, why end
+    elseif kind == "ludx-c" then
+      local f = io.open(exe_dir() .. "/ludx-cbench")
+      if not f then return false, "ludx-cbench is not built (make build)" end
+      f:close()
+    end
+  end
+  return true
+end
+
+--- A size in bytes as people read it: "200 MB", "512 KB", "100 B".
+function M.size(bytes)
+  if type(bytes) ~= "number" then return "?" end
+  local MB, KB = 1024 * 1024, 1024
+  if bytes >= MB then
+    local v = bytes / MB
+    return (v % 1 == 0 and string.format("%d MB", v) or string.format("%.1f MB", v))
+  elseif bytes >= KB then
+    local v = bytes / KB
+    return (v % 1 == 0 and string.format("%d KB", v) or string.format("%.1f KB", v))
+  end
+  return string.format("%d B", bytes)
+end
+
+-- Fewer points, evenly spaced, the first and last kept.
+local function thin(trace, max)
+  if #trace <= max then return trace end
+  local out = {}
+  local step = (#trace - 1) / (max - 1)
+  for i = 0, max - 1 do out[#out + 1] = trace[math.floor(i * step + 0.5) + 1] end
+  return out
+end
+
+M.PLOT_MIN_POINTS = 50
+M.PLOT_MAX_POINTS = 600
+
+--- A case over the given systems. spec: name, description ("{size}" is
+-- replaced by the bytes actually sent, --quick included), bytes, chunk,
 -- secret, systems (default all four pairs), baseline, quick_bytes, and the
 -- transfer options above; setup/teardown may set ctx.connect etc.
 function M.case(spec)
   local case = {
+    kind = "transfer",
     name = spec.name,
     description = spec.description,
     bytes = spec.bytes,
@@ -244,11 +291,23 @@ function M.case(spec)
     runs = spec.runs,
     warmups = spec.warmups,
     skip_quick = spec.skip_quick,
+    available = spec.available or M.available,
   }
+  local function bytes(ctx)
+    if ctx.quick and spec.quick_bytes then return spec.quick_bytes end
+    return spec.bytes
+  end
+  function case.describe(ctx)
+    local b = bytes(ctx)
+    ctx.bytes = b
+    local d = spec.description or spec.name
+    if d:find("{size}", 1, true) then return (d:gsub("{size}", M.size(b))) end
+    return d .. "; " .. M.size(b) .. " per transfer"
+  end
   local function options(ctx)
     local o = {}
     for k, v in pairs(spec) do o[k] = v end
-    if ctx.quick and spec.quick_bytes then o.bytes = spec.quick_bytes end
+    o.bytes = bytes(ctx)
     o.connect = ctx.connect or spec.connect
     o.wrap_sender = ctx.wrap_sender or spec.wrap_sender
     o.wrap_receiver = ctx.wrap_receiver or spec.wrap_receiver
@@ -274,34 +333,71 @@ function M.case(spec)
     if ctx.after_run then ctx.after_run(ctx, system, sample) end
     return sample
   end
-  function case.plot(ctx, dir)
-    local o = options(ctx)
-    local system = spec.plot_system or "ludx -> ludx"
+  -- One traced transfer of the plot system. The sampling interval follows
+  -- the measured runs (about 200 points); a transfer too short for
+  -- PLOT_MIN_POINTS even at 1 ms is traced again with more bytes, and the
+  -- chart titles say so.
+  local function traced(ctx, system, o, interval)
     local trace_file = os.tmpname()
     o.sender_opts = {}
     for k, v in pairs(spec.sender_opts or {}) do o.sender_opts[k] = v end
-    o.sender_opts.trace = 5
+    o.sender_opts.trace = interval
     o.sender_opts.traceFile = trace_file
     local finish_path
     if spec.path then o.connect, finish_path = M.path_connect(spec.path) end
     local sample = M.transfer(ctx.root, system, o)
     if finish_path then finish_path() end
-    if not sample.ok then error("traced transfer failed: " .. tostring(sample.error), 0) end
-    local samples = {}
+    local trace = {}
     local f = io.open(trace_file)
     if f then
-      for line in f:lines() do samples[#samples + 1] = json.decode(line) end
+      for line in f:lines() do trace[#trace + 1] = json.decode(line) end
       f:close()
     end
     os.remove(trace_file)
-    M.plots(dir, ctx.case.suite .. "-" .. spec.name, samples, spec.description or spec.name)
+    if not sample.ok then error("the traced transfer failed: " .. tostring(sample.error), 0) end
+    return trace, sample
+  end
+  function case.plot(ctx, dir)
+    local system = spec.plot_system or "ludx -> ludx"
+    if not M.available(system) then error("the plot system " .. system .. " cannot run here", 0) end
+    local ms = {}
+    for _, s in ipairs(ctx.samples or {}) do
+      if s.ok and s.system == system and s.ms then ms[#ms + 1] = s.ms end
+    end
+    local med = require("ludx.bench").median(ms)
+    local interval = med and math.max(1, math.min(100, math.floor(med / 200))) or 5
+    local o = options(ctx)
+    local base_bytes = o.bytes
+    local trace
+    for _ = 1, 4 do
+      trace = traced(ctx, system, o, interval)
+      if #trace >= M.PLOT_MIN_POINTS then break end
+      if interval > 1 then
+        interval = math.max(1, math.floor(interval * #trace / (2 * M.PLOT_MIN_POINTS)))
+      else
+        -- 1 ms is the finest sampling: a longer transfer gives more points
+        local factor = math.min(16, math.ceil(1.5 * M.PLOT_MIN_POINTS / math.max(1, #trace)))
+        o.bytes = math.min(256 * 1024 * 1024, o.bytes * factor)
+      end
+    end
+    if #trace < M.PLOT_MIN_POINTS then
+      error(string.format("only %d trace samples (a %s transfer at %d ms sampling)", #trace, M.size(o.bytes), interval), 0)
+    end
+    local title = case.describe({ quick = ctx.quick })
+    if o.bytes ~= base_bytes then
+      title = title .. string.format(" (traced with %s: %s is too short to plot)", M.size(o.bytes), M.size(base_bytes))
+    end
+    local charts = M.plots(dir, ctx.case.suite .. "-" .. spec.name, thin(trace, M.PLOT_MAX_POINTS), title)
+    for _, c in ipairs(charts) do
+      if ctx.add_chart then ctx.add_chart(c.title, c.svg) end
+    end
   end
   return case
 end
 
---- Writes the three charts of a traced transfer into dir.
+--- Renders the three charts of a traced transfer; writes them into dir
+-- when dir is given. Returns {{name, title, svg}, ...}.
 function M.plots(dir, stem, trace, title)
-  os.execute("mkdir -p '" .. dir .. "'")
   stem = stem:gsub("[^%w%-_]+", "-")
   if #trace < 2 then error("no trace samples", 0) end
   local t0 = trace[1].t_ms
@@ -320,18 +416,27 @@ function M.plots(dir, stem, trace, title)
     rtt[#rtt + 1] = { t, b.rtt_ms }
     minrtt[#minrtt + 1] = { t, b.min_rtt_ms }
   end
-  local function write(name, text)
-    local f = assert(io.open(dir .. "/" .. stem .. "-" .. name .. ".svg", "w"))
-    f:write(text)
-    f:close()
+  local charts = {
+    { name = "throughput", title = title .. ": goodput", spec = { x_label = "time (s)", y_label = "goodput (MB/s)",
+      series = { { name = "acknowledged payload", points = thr } } } },
+    { name = "cwnd", title = title .. ": congestion window and pacing", spec = { x_label = "time (s)",
+      y_label = "cwnd (packets)", series = { { name = "cwnd", points = cwnd } },
+      y2_label = "pacing rate (MB/s)", series2 = { { name = "pacing rate", points = pace } } } },
+    { name = "rtt", title = title .. ": round-trip time", spec = { x_label = "time (s)", y_label = "RTT (ms)",
+      series = { { name = "smoothed RTT", points = rtt }, { name = "min RTT (BBR)", points = minrtt } } } },
+  }
+  if dir then assert(require("ludx.fs").mkdirp(dir)) end
+  for _, c in ipairs(charts) do
+    c.spec.title = c.title
+    c.svg = svg.chart(c.spec)
+    c.spec = nil
+    if dir then
+      local f = assert(io.open(dir .. "/" .. stem .. "-" .. c.name .. ".svg", "w"))
+      f:write(c.svg)
+      f:close()
+    end
   end
-  write("throughput", svg.chart({ title = title .. ": goodput", x_label = "time (s)", y_label = "goodput (MB/s)",
-    series = { { name = "acknowledged payload", points = thr } } }))
-  write("cwnd", svg.chart({ title = title .. ": congestion window and pacing", x_label = "time (s)",
-    y_label = "cwnd (packets)", series = { { name = "cwnd", points = cwnd } },
-    y2_label = "pacing rate (MB/s)", series2 = { { name = "pacing rate", points = pace } } }))
-  write("rtt", svg.chart({ title = title .. ": round-trip time", x_label = "time (s)", y_label = "RTT (ms)",
-    series = { { name = "smoothed RTT", points = rtt }, { name = "min RTT (BBR)", points = minrtt } } }))
+  return charts
 end
 
 return M

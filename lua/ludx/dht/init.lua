@@ -160,6 +160,30 @@ end
 
 local Node = {}
 Node.__index = Node
+-- One line for the REPL and logs: address, id, mode, state, table size.
+Node.__tostring = function(n)
+  local function short(k)
+    if type(k) ~= "string" then return "?" end
+    return (k:sub(1, 4):gsub(".", function(c) return string.format("%02x", c:byte()) end)) .. "..."
+  end
+  if n.destroyed then return "<dht node destroyed>" end
+  local ok, a, p = pcall(n.address, n)
+  if ok and type(a) == "table" then a, p = a.host, a.port end
+  local okid, id = pcall(n.id, n)
+  local size = 0
+  local okn, list = pcall(n.nodes, n)
+  if okn and type(list) == "table" then size = #list end
+  return string.format("<dht node %s:%s id %s, key %s, %s, %s, %d nodes>", ok and tostring(a) or "?",
+    ok and tostring(p) or "?", okid and short(id) or "?", short(n.keypair and n.keypair.public_key),
+    n.h.ephemeral and "ephemeral" or "persistent", n.h.bootstrapped and "ready" or "bootstrapping", size)
+end
+-- the servers of ludx.dht.server print the same way
+local function server_tostring(s)
+  local pk = s.keypair and s.keypair.public_key
+  local hex = type(pk) == "string" and (pk:sub(1, 4):gsub(".", function(c) return string.format("%02x", c:byte()) end)) .. "..." or "-"
+  return string.format("<dht server key %s, %s, %d connections>", hex,
+    s.closed and "closed" or (s.listening and "listening" or "not listening"), s.connections or 0)
+end
 M.Node = Node
 
 --- A new DHT node, bound and bootstrapping. opts: bootstrap (list of
@@ -333,7 +357,10 @@ end
 function Node:server(handler, opts)
   if type(handler) ~= "function" then bad_arg("handler", "server", "function", type(handler)) end
   local server = require "ludx.dht.server"
-  return server.new(self, handler, opts)
+  local srv = server.new(self, handler, opts)
+  local mt = getmetatable(srv)
+  if mt and not mt.__tostring then mt.__tostring = server_tostring end
+  return srv
 end
 
 --- Connects to the server with public_key: a SecretStream connection.
