@@ -178,11 +178,22 @@ local function main(argv)
 
   local connected = ludx.queue()
   if o.remotePort > 0 then connected:put({ port = o.remotePort, host = o.remoteHost }) end
+  -- after our done line the harness closes stdin once both ends are done:
+  -- until then the stream stays open to acknowledge a retransmitted END
+  -- (its ack can be lost on a lossy path; udx has no TIME_WAIT)
+  local released = ludx.queue()
+  local done = false
   if o.watchStdin then
     -- the harness sends {"port":P}; a closed stdin means it is gone
     require("ludx.stdin").watch(function(line)
       local m = json.decode(line)
       if type(m) == "table" and type(m.port) == "number" then connected:put(m) end
+    end, function()
+      if not done then
+        io.stderr:write("stdin closed, exiting\n")
+        os.exit(3)
+      end
+      released:put(true)
     end)
   end
 
@@ -220,6 +231,8 @@ local function main(argv)
   r.rttMedianMs = rtt_median or json.null
   emit(r)
   if err then status = 1 end
+  done = true
+  if o.watchStdin then released:get(10000) end
   raw:close()
   sock:close()
   os.exit(status)

@@ -77,9 +77,12 @@ function End:send(obj)
   self.p:write(json.encode(obj) .. "\n")
 end
 
--- An end exits by itself after its done line; give it a moment (a profiler
--- wrapped around it must write its data) before it is killed.
+-- An end exits after its done line once its stdin closes (a ludx end keeps
+-- its stream until then, to acknowledge the other end's last packets); give
+-- it a moment (a profiler wrapped around it must write its data) before it
+-- is killed.
 function End:close()
+  self.p:close_stdin()
   self.p:wait(5000)
   self.p:close()
 end
