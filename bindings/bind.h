@@ -113,4 +113,7 @@ ludx_bind_fs (lua_State *L);
 void
 ludx_bind_policy (lua_State *L);
 
+void
+ludx_bind_signal (lua_State *L);
+
 #endif
