@@ -118,6 +118,33 @@ describe("ludx.signal", function()
     assert.are.equal("SIGUSR1", t:join())
   end))
 
+  it("examples/echo.lua and ludx share stop cleanly on SIGTERM: unannounce, close, exit 0", run(function()
+    local tn = assert(process.spawn(H.ludx_bin, { "dht", "testnet" }))
+    local bs = assert(tn:read_line(20000))
+    local echo = assert(process.spawn(H.ludx_bin, { H.root .. "/examples/echo.lua", "--bootstrap", bs, "server" }))
+    assert(echo:read_line(30000)) -- its key: it listens, and waits for a signal
+    local dir = os.tmpname()
+    local f = assert(io.open(dir, "w"))
+    f:write("shared\n")
+    f:close()
+    local share = assert(process.spawn(H.ludx_bin, { "share", "--bootstrap", bs, dir }))
+    assert(share:read_line(30000))
+    for _, p in ipairs({ echo, share }) do
+      assert(p:kill("SIGTERM"))
+      while p:read(30000) do end -- to the end of its output
+      local status, sig = p:wait(30000)
+      local err = p:stderr()
+      assert.are.equal(0, status, err)
+      assert.is_true(sig == nil or sig == 0, "killed by signal " .. tostring(sig) .. ": " .. err)
+      assert.matches("SIGTERM", err)
+      p:close()
+    end
+    os.remove(dir)
+    tn:kill("SIGINT")
+    tn:wait(20000)
+    tn:close()
+  end, 90000))
+
   it("bad names raise, naming the function and argument", run(function()
     for _, bad in ipairs({ "SIGKILL", "SIGSTOP", "SIGNOPE", 42, {} }) do
       local ok, err = pcall(ludx.signal, bad)
