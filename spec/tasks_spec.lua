@@ -373,3 +373,27 @@ describe("ludx.await", function()
     assert.matches("bad argument 'start' to 'await'", err)
   end))
 end)
+
+describe("the scheduler's modules", function()
+  it("each part is its own module and require 'ludx' keeps the whole API", function()
+    for _, m in ipairs({ "ludx.sched", "ludx.timers", "ludx.dispatch", "ludx.queue", "ludx.dns", "ludx.signal" }) do
+      assert.are.equal("table", type(require(m)), m)
+    end
+    for _, f in ipairs({ "run", "running", "spawn", "wait", "wake", "await", "current", "sleep", "yield", "cancel",
+      "tasks", "is_cancelled", "user_level", "check_timeout", "on_interrupt", "after", "ref", "unref", "object",
+      "on_event", "track", "untrack", "waiters", "queue", "lookup", "signal", "now", "version" }) do
+      assert.are.equal("function", type(ludx[f]), "ludx." .. f)
+    end
+    -- the lifecycle is written at the top of the scheduler
+    local path = package.searchpath("ludx.sched", package.path)
+    local f = assert(io.open(path))
+    local head = f:read(4096)
+    f:close()
+    assert.matches("Task lifecycle", head)
+  end)
+
+  it("ludx.dht waits through the public ludx.await", function()
+    local src = assert(io.open(package.searchpath("ludx.dht", package.path))):read("*a")
+    assert.matches("ludx%.await%(", src)
+  end)
+end)
