@@ -302,6 +302,16 @@ describe("long-running services", function()
     assert.are.equal(0, q.getters:count())
   end, 120000))
 
+  it("a getter cancelled after a put chose it passes the item to the next getter", run(function()
+    local q = ludx.queue()
+    local first = ludx.spawn("first", function() return q:get() end)
+    local second = ludx.spawn("second", function() return q:get() end)
+    ludx.yield()
+    q:put("item") -- wakes the first getter...
+    first:cancel() -- ...which is cancelled before it runs
+    assert.are.equal("item", second:join(10000))
+  end))
+
   it("cancelled or timed-out waiters leave every wait queue (putters, waiters, joiners)", run(function()
     local q = ludx.queue(1)
     q:put(1)

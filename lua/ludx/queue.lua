@@ -43,7 +43,13 @@ function Waiters:wait(what, timeout, fname)
   self.n = self.n + 1
   local r = pack(pcall(sched.wait, what, timeout, fname))
   unlink(self, node)
-  if not r[1] then error(r[2], 0) end
+  if not r[1] then
+    -- cancelled after wake_one chose it: the wake-up goes to the next waiter
+    -- (an item put in a queue must not wait for a getter that is gone)
+    local woken = node.woken
+    if woken then self:wake_one(unpack(woken, 1, woken.n)) end
+    error(r[2], 0)
+  end
   return unpack(r, 2, r.n)
 end
 
@@ -52,7 +58,10 @@ function Waiters:wake_one(...)
   while head.next ~= head do
     local node = head.next
     unlink(self, node)
-    if sched.wake(node.task, ...) then return true end
+    if sched.wake(node.task, ...) then
+      node.woken = pack(...)
+      return true
+    end
   end
   return false
 end
