@@ -15,6 +15,8 @@ local tcp = require "ludx.tcp"
 local REQUESTS = math.floor(tonumber(arg[1]) or 1000000)
 local CLIENTS = math.floor(tonumber(arg[2]) or 32)
 local STEP = math.max(1, math.floor(REQUESTS / 100))
+-- LUDX_SOAK_JIT=off runs it interpreted (tells JIT code growth from a leak)
+if os.getenv("LUDX_SOAK_JIT") == "off" then jit.off() end
 
 local function rss_kb()
   local f = io.open("/proc/self/statm")
@@ -71,14 +73,27 @@ local has_timers, timers = pcall(require, "ludx.timers")
 local function task_count() return has_sched and sched.count() or -1 end
 local function timer_count() return has_timers and (timers.size()) or -1 end
 
+-- compiled traces alive: they live in the Lua heap and their machine code
+-- in the RSS, and their number grows (bounded by jit.opt maxtrace) as the JIT
+-- meets more paths; it is not per request
+local function trace_count()
+  local ok, util = pcall(require, "jit.util")
+  if not ok then return -1 end
+  local n = 0
+  for i = 1, 65535 do
+    if util.traceinfo(i) then n = n + 1 elseif i > 4000 then break end
+  end
+  return n
+end
+
 local samples = {}
 local t0 = ludx.now()
 
 local function sample(done)
   local s = { done = done, heap = heap_kb(), rss = rss_kb(), tasks = task_count(), t = (ludx.now() - t0) / 1000 }
   samples[#samples + 1] = s
-  io.stdout:write(string.format("%3d%%  %8d requests  heap %8.0f KB  rss %7d KB  tasks %4d  timers %5d  %6.1f s\n",
-    #samples, done, s.heap, s.rss, s.tasks, timer_count(), s.t))
+  io.stdout:write(string.format("%3d%%  %8d requests  heap %8.0f KB  rss %7d KB  tasks %4d  timers %5d  traces %4d  %6.1f s\n",
+    #samples, done, s.heap, s.rss, s.tasks, timer_count(), trace_count(), s.t))
 end
 
 local function main()
@@ -145,5 +160,5 @@ local function main()
   return ok and 0 or 1
 end
 
-local ok, status = ludx.run(main)
-os.exit(ok == nil and 2 or status)
+local status = ludx.run(main)
+os.exit(status or 2)

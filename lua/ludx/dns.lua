@@ -8,7 +8,7 @@ local type = type
 
 local M = {}
 
-local lookups = {} -- ref -> request, while its answer is pending
+local lookups = {} -- ref -> request: keeps a pending request from being collected
 
 --- Resolves a host name: a list of addresses ({"127.0.0.1", ...}).
 -- family: 4, 6 or nil for both. An IP literal comes back as it is.

@@ -1,8 +1,9 @@
 -- Timers of the scheduler: a binary heap of {at, seq, fn} in loop time (ms).
 -- A cancelled entry stays in the heap, marked, until it reaches the top; when
--- marked entries are more than half of a large heap, the heap is rebuilt, so
--- waits that end early (a read with a long timeout that got its data) do not
--- pile up.
+-- marked entries are more than half of the heap (and more than 64), the heap
+-- is rebuilt, so waits that end early (a read with a long timeout that got
+-- its data) do not pile up. The rebuild costs O(n log n) once per n/2
+-- cancels: O(log n) each.
 local core = require "ludx.core"
 local heap = require "ludx.heap"
 
@@ -43,7 +44,7 @@ function M.cancel(e)
   if e.cancelled or e.fired then return end
   e.cancelled = true
   cancelled = cancelled + 1
-  if cancelled > 1024 and cancelled * 2 > timers.n then compact() end
+  if cancelled > 64 and cancelled * 2 > timers.n then compact() end
 end
 
 --- The loop time of the earliest live entry, or nil.
