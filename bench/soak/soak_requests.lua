@@ -9,6 +9,15 @@
 --
 -- Not a timed test: it runs as fast as the machine lets it. Output: one line
 -- per 1%, then the comparison; the exit status is 0 when both are flat.
+--
+-- Measured (2 loaded cores, 32 clients, first 10% -> last 10% of the run):
+--   1,000,000 requests, JIT off: heap 346 -> 357 KB (+3.2%), RSS 5119 -> 5155 KB (+0.7%)
+--   1,000,000 requests, JIT on:  heap 525 -> 565 KB (+7.7%), RSS 5838 -> 5922 KB (+1.4%)
+--   3,000,000 requests, JIT on:  heap 531 -> 559 KB (+5.3%), RSS 6052 -> 6086 KB (+0.6%)
+-- With the JIT on, the heap holds the compiled traces too (148 -> 174 of
+-- them over the 3M run, about 1.3 KB each): the JIT's growth, not a leak per
+-- request (0.01 byte per request, slowing down). Before the scheduler fix
+-- every request left ~2 KB: heap 154 MB, RSS 200 MB after 76,000 requests.
 local ludx = require "ludx"
 local tcp = require "ludx.tcp"
 
