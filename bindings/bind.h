@@ -87,6 +87,9 @@ void
 ludx_bind_loop (lua_State *L);
 
 void
+ludx_bind_signal (lua_State *L);
+
+void
 ludx_bind_process (lua_State *L);
 
 void
@@ -112,8 +115,5 @@ ludx_bind_fs (lua_State *L);
 
 void
 ludx_bind_policy (lua_State *L);
-
-void
-ludx_bind_signal (lua_State *L);
 
 #endif

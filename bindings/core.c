@@ -16,6 +16,7 @@ luaopen_ludx_core (lua_State *L) {
   ludx_bind_rt(L);
   lua_newtable(L);
   ludx_bind_loop(L);
+  ludx_bind_signal(L);
   ludx_bind_process(L);
   ludx_bind_line(L);
   ludx_bind_dns(L);
@@ -25,7 +26,6 @@ luaopen_ludx_core (lua_State *L) {
   ludx_bind_tcp(L);
   ludx_bind_fs(L);
   ludx_bind_policy(L);
-  ludx_bind_signal(L);
   // When the state closes, every handle still open is closed and the loop
   // runs until they are gone.
   lua_newuserdata(L, 1);
