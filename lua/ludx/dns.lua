@@ -8,8 +8,6 @@ local type = type
 
 local M = {}
 
-local lookups = {} -- ref -> request: keeps a pending request from being collected
-
 --- Resolves a host name: a list of addresses ({"127.0.0.1", ...}).
 -- family: 4, 6 or nil for both. An IP literal comes back as it is.
 function M.lookup(host, family, timeout)
@@ -24,10 +22,9 @@ function M.lookup(host, family, timeout)
     dispatch.unref(op.ref)
     return nil, msg, code
   end
-  lookups[op.ref] = req
+  op.req = req -- the op (held by its ref) keeps the pending request alive
   -- a cancelled lookup lets go of its ref too
   local done, ok, m, c = pcall(op.waiters.wait, op.waiters, "lookup " .. host, timeout, "lookup")
-  lookups[op.ref] = nil
   dispatch.unref(op.ref)
   if not done then error(ok, 0) end
   if ok == nil and c then return nil, m, c end
