@@ -87,6 +87,9 @@ void
 ludx_bind_loop (lua_State *L);
 
 void
+ludx_bind_signal (lua_State *L);
+
+void
 ludx_bind_process (lua_State *L);
 
 void

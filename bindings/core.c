@@ -16,6 +16,7 @@ luaopen_ludx_core (lua_State *L) {
   ludx_bind_rt(L);
   lua_newtable(L);
   ludx_bind_loop(L);
+  ludx_bind_signal(L);
   ludx_bind_process(L);
   ludx_bind_line(L);
   ludx_bind_dns(L);

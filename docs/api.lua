@@ -20,8 +20,26 @@ waits (sleep, a read, a write above the high-water mark) suspends only its
 task. Every wait takes an optional timeout in milliseconds and then returns
 `nil, "timed out", "ETIMEDOUT"`. Errors are `nil, message, code`; a wrong
 argument type raises an error that names the argument. `ludx script.lua`
-runs a script as a task already; `ludx.run` starts the loop from plain
-LuaJIT.]],
+runs a script as a task already (with `ludx` loaded, as in the REPL);
+`ludx.run` starts the loop from plain LuaJIT. A task that ends is forgotten
+by the scheduler, and a wait that ends by timeout or cancel leaves its queue:
+a service may spawn a task per request and run for weeks.
+
+A service stops on a signal: wait for SIGINT or SIGTERM, unannounce, close,
+exit. While a task waits in `ludx.signal`, that signal does not kill the
+process; once no task waits, it does again.
+
+```lua
+local ludx = require "ludx"
+local dht = require "ludx.dht"
+local node = assert(dht.new())
+local server = node:server(function(conn) conn:write("hello") conn:close() end)
+assert(server:listen(dht.keypair()))
+local sig = ludx.signal({ "SIGINT", "SIGTERM" })  -- Ctrl-C, or a supervisor
+io.stderr:write(sig, ": stopping\n")
+server:close()                                    -- unannounces
+node:destroy()                                    -- closes the rest; the script ends
+```]],
     example = [[
 local ludx = require "ludx"
 ludx.run(function()
@@ -49,6 +67,8 @@ end)]],
       { "tasks() -> list: table[]", "The live tasks: {id, name, state, waiting}." },
       { "cancel(task: ludx.Task|integer, reason?: string) -> ok: boolean", "Cancels a task (or a task id): its current or next wait raises, which ends it quietly." },
       { "is_cancelled(err: any) -> yes: boolean", "True when err is the error a cancelled task raises." },
+      { "await(what: string, timeout?: number, start: function) -> ...: any", "Waits in the current task for a callback-style operation: calls start(cb) at once and returns the values of the first cb(...) (later calls are ignored), or nil, \"timed out\", \"ETIMEDOUT\" (a callback after that is ignored too). A cancel raises in the task as from any wait." },
+      { "signal(name: string|string[], timeout?: number) -> name: string?, err: string?, code: string?", "Waits in the current task until the process gets the signal (\"SIGINT\", \"SIGTERM\", \"SIGHUP\", \"SIGQUIT\", \"SIGUSR1\", \"SIGUSR2\", \"SIGWINCH\", \"SIGCONT\") or one of a list of them, and returns its name; nil, \"timed out\", \"ETIMEDOUT\" after timeout. While a task waits, that signal does not end the process (its watcher keeps the loop alive); after the last wait, the default action is back. A name that is not one of these raises." },
       { "lookup(host: string, family?: integer, timeout?: number) -> addresses: string[]?, err: string?, code: string?", "Resolves a host name to a list of addresses; family 4, 6 or nil for both. An IP literal comes back as it is." },
       { "running() -> yes: boolean", "True while a loop runs." },
       { "version() -> v: table", "Versions: {ludx, luajit, libuv, libsodium, udx}." },

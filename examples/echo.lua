@@ -58,7 +58,12 @@ local function main()
     print(crypto.hex(keypair.public_key))
     io.stdout:flush()
     if role == "server" then
-      ludx.sleep(1e9) -- until Ctrl-C
+      -- until Ctrl-C or SIGTERM; then unannounce, close and exit
+      local sig = ludx.signal({ "SIGINT", "SIGTERM" })
+      io.stderr:write("echo: ", sig, ", stopping\n")
+      server:close() -- unannounces the key
+      node:destroy()
+      return
     end
     -- both ends in this process: a second node connects by key
     local other = assert(dht.new({ bootstrap = { bootstrap }, port = 0 }))

@@ -73,16 +73,23 @@ local function main()
 
   if role == "server" then
     local host, port = words[2]:match("^(.*):(%d+)$")
-    local key = serve(node, host, tonumber(port))
+    local key, server = serve(node, host, tonumber(port))
     print(crypto.hex(key))
     io.stdout:flush()
-    ludx.sleep(1e9) -- until Ctrl-C
+    -- until Ctrl-C or SIGTERM; then unannounce, close and exit
+    ludx.signal({ "SIGINT", "SIGTERM" })
+    server:close()
+    node:destroy()
+    return
   elseif role == "client" then
     local listener = listen(node, crypto.unhex(words[2]), tonumber(words[3]))
     local _, port = listener:address()
     print("127.0.0.1:" .. port)
     io.stdout:flush()
-    ludx.sleep(1e9)
+    ludx.signal({ "SIGINT", "SIGTERM" })
+    listener:close()
+    node:destroy()
+    return
   end
 
   -- both ends here: a TCP echo service, the tunnel, and a TCP client

@@ -76,6 +76,10 @@ local function run_chunk(chunk, ...)
 end
 
 function M.main(argv)
+  -- a pipe or a file (a supervisor, a log) sees each line as it is printed,
+  -- and a killed process keeps what it printed; a terminal is line-buffered
+  -- already
+  io.stdout:setvbuf("line")
   local i = 1
   local exprs = {}
   local interactive = false
@@ -119,6 +123,9 @@ function M.main(argv)
     arg[0] = argv[0]
   end
   rawset(_G, "arg", arg)
+  -- -e code and scripts find `ludx` loaded, as in the REPL (where print also
+  -- shows values; here print stays Lua's own)
+  rawset(_G, "ludx", ludx)
 
   for _, code in ipairs(exprs) do
     local chunk, err = loadstring(code, "=(command line)")

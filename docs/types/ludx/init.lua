@@ -8,8 +8,26 @@
 --- task. Every wait takes an optional timeout in milliseconds and then returns
 --- `nil, "timed out", "ETIMEDOUT"`. Errors are `nil, message, code`; a wrong
 --- argument type raises an error that names the argument. `ludx script.lua`
---- runs a script as a task already; `ludx.run` starts the loop from plain
---- LuaJIT.
+--- runs a script as a task already (with `ludx` loaded, as in the REPL);
+--- `ludx.run` starts the loop from plain LuaJIT. A task that ends is forgotten
+--- by the scheduler, and a wait that ends by timeout or cancel leaves its queue:
+--- a service may spawn a task per request and run for weeks.
+---
+--- A service stops on a signal: wait for SIGINT or SIGTERM, unannounce, close,
+--- exit. While a task waits in `ludx.signal`, that signal does not kill the
+--- process; once no task waits, it does again.
+---
+--- ```lua
+--- local ludx = require "ludx"
+--- local dht = require "ludx.dht"
+--- local node = assert(dht.new())
+--- local server = node:server(function(conn) conn:write("hello") conn:close() end)
+--- assert(server:listen(dht.keypair()))
+--- local sig = ludx.signal({ "SIGINT", "SIGTERM" })  -- Ctrl-C, or a supervisor
+--- io.stderr:write(sig, ": stopping\n")
+--- server:close()                                    -- unannounces
+--- node:destroy()                                    -- closes the rest; the script ends
+--- ```
 ---@class ludx
 ---@field EV table<string, integer> Event kinds of the C event ring.
 ---@field core table The C module `ludx.core`.
@@ -86,6 +104,21 @@ function M.cancel(task, reason) end
 ---@param err any
 ---@return boolean yes
 function M.is_cancelled(err) end
+
+--- Waits in the current task for a callback-style operation: calls start(cb) at once and returns the values of the first cb(...) (later calls are ignored), or nil, "timed out", "ETIMEDOUT" (a callback after that is ignored too). A cancel raises in the task as from any wait.
+---@param what string
+---@param timeout? number
+---@param start function
+---@return any ...
+function M.await(what, timeout, start) end
+
+--- Waits in the current task until the process gets the signal ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGCONT") or one of a list of them, and returns its name; nil, "timed out", "ETIMEDOUT" after timeout. While a task waits, that signal does not end the process (its watcher keeps the loop alive); after the last wait, the default action is back. A name that is not one of these raises.
+---@param name string|string[]
+---@param timeout? number
+---@return string? name
+---@return string? err
+---@return string? code
+function M.signal(name, timeout) end
 
 --- Resolves a host name to a list of addresses; family 4, 6 or nil for both. An IP literal comes back as it is.
 ---@param host string

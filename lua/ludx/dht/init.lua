@@ -69,17 +69,7 @@ end
 --- Starts a callback-style operation and waits for its callback.
 -- The callback gets (result) or (nil, err table).
 local function await(what, timeout, start)
-  local w = ludx.waiters()
-  local res = nil
-  start(function(...)
-    if res then return end
-    res = pack(...)
-    w:wake_all(true)
-  end)
-  while not res do
-    local ok, msg, code = w:wait(what, timeout, what)
-    if ok == nil and code then return nil, msg, code end
-  end
+  local res = pack(ludx.await(what, timeout, start))
   if res[1] == nil and errors.is(res[2]) then return nil, res[2].msg, res[2].code end
   return unpack(res, 1, res.n)
 end
