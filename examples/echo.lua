@@ -54,12 +54,15 @@ local function main()
   else
     local keypair = dht.keypair()
     local server = node:server(echo)
+    -- wait for Ctrl-C or SIGTERM from before the key is printed: whoever
+    -- reads the key may signal at once
+    local stop = role == "server" and ludx.spawn("stop", ludx.signal, { "SIGINT", "SIGTERM" })
     assert(server:listen(keypair))
     print(crypto.hex(keypair.public_key))
     io.stdout:flush()
-    if role == "server" then
-      -- until Ctrl-C or SIGTERM; then unannounce, close and exit
-      local sig = ludx.signal({ "SIGINT", "SIGTERM" })
+    if stop then
+      -- then unannounce, close and exit
+      local sig = stop:join()
       io.stderr:write("echo: ", sig, ", stopping\n")
       server:close() -- unannounces the key
       node:destroy()
