@@ -26,6 +26,24 @@ local function new_conn(h, ref_obj)
   return c
 end
 
+-- The connection once its connect completes: c, or nil, msg, code (closed).
+local function connected(c, h, what, fname, timeout)
+  new_conn(h, c)
+  while c.connect_status == nil do
+    local ok, m, cd = c.events:wait(what, timeout, fname)
+    if ok == nil and cd then
+      c:close()
+      return nil, m, cd
+    end
+  end
+  if c.connect_status < 0 then
+    local m, cd = core.strerror(c.connect_status)
+    c:close()
+    return nil, m, cd
+  end
+  return c
+end
+
 --- Connects to host:port; waits for the connection (timeout in ms).
 function M.connect(host, port, timeout)
   if type(host) ~= "string" then bad_arg("host", "connect", "string", type(host)) end
@@ -41,20 +59,7 @@ function M.connect(host, port, timeout)
     ludx.unref(c.ref)
     return nil, msg, code
   end
-  new_conn(h, c)
-  while c.connect_status == nil do
-    local ok, m, cd = c.events:wait("tcp connect", timeout, "connect")
-    if ok == nil and cd then
-      c:close()
-      return nil, m, cd
-    end
-  end
-  if c.connect_status < 0 then
-    local m, cd = core.strerror(c.connect_status)
-    c:close()
-    return nil, m, cd
-  end
-  return c
+  return connected(c, h, "tcp connect", "connect", timeout)
 end
 
 --- All bytes available (up to max, default 64 KiB), waiting for some; nil
@@ -224,20 +229,7 @@ function M.connect_unix(path, timeout)
     ludx.unref(c.ref)
     return nil, msg, code
   end
-  new_conn(h, c)
-  while c.connect_status == nil do
-    local ok, m, cd = c.events:wait("unix connect", timeout, "connect_unix")
-    if ok == nil and cd then
-      c:close()
-      return nil, m, cd
-    end
-  end
-  if c.connect_status < 0 then
-    local m, cd = core.strerror(c.connect_status)
-    c:close()
-    return nil, m, cd
-  end
-  return c
+  return connected(c, h, "unix connect", "connect_unix", timeout)
 end
 
 -- One-line summaries for the REPL and logs.
