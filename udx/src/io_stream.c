@@ -260,6 +260,12 @@ udx_stream_relay_to (udx_stream_t *s, udx_stream_t *dst) {
 }
 
 int
+udx_stream_set_migration (udx_stream_t *s, int allow) {
+  s->migration = allow != 0;
+  return 0;
+}
+
+int
 udx_stream_change_remote (udx_stream_t *s, udx_socket_t *sock, uint32_t remote_id, const struct sockaddr *addr) {
   if (udx__stream_dead(s) || !(s->status & UDX_S_CONNECTED))
     return UV_EINVAL;

@@ -226,12 +226,28 @@ udx__relay (udx_stream_t *s, uint8_t *buf, size_t len) {
     udx__stream_close(s, UV_ECONNRESET);
 }
 
+// A connected stream's packets come from its remote: the current one, or the
+// one before change_remote (retransmissions along the old path, a relay
+// handing over). Anything else is an off-path sender (issue 13).
+static bool
+udx__from_remote (const udx_stream_t *s, const udx_socket_t *sock, const struct sockaddr_storage *from) {
+  for (int r = 0; r < 2; r++) {
+    if (s->remote[r].socket == sock && udx__same_dest(&s->remote[r].addr, from))
+      return true;
+  }
+  return false;
+}
+
 static void
 udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_storage *from, uint64_t now) {
   uint32_t id;
   if (udx__wire_peek(buf, len, &id)) {
     udx_stream_t *s = udx__idmap_get(&sock->udx->ids, id);
     if (s && !udx__stream_dead(s)) {
+      if ((s->status & UDX_S_CONNECTED) && !s->migration && !udx__from_remote(s, sock, from)) {
+        sock->stats.wrong_source++;
+        return;
+      }
       // Packets from anywhere but the stream's own socket pass the firewall.
       void *own = (s->status & UDX_S_CONNECTED) ? s->remote[s->cur_remote].socket : NULL;
       if (own != sock && s->cb.on_firewall) {

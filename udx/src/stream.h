@@ -288,6 +288,7 @@ struct udx_stream_s {
   bool timer_init;
   bool finalizing;
   bool remote_changed_owed;
+  bool migration; // accept packets from addresses other than the remotes
 };
 
 // --- engine API (stream.c, recv.c, send.c, ack.c)
