@@ -155,6 +155,7 @@ struct udx_s {
   // receive buffers, shared by all sockets (processing is synchronous)
   uint8_t *rx_bufs;
   struct sockaddr_storage rx_addrs[UDX_RX_BATCH];
+  uint8_t rx_dup[UDX_RX_BUFFER_SIZE]; // a datagram duplicated by fault injection
 
   uint64_t log_at; // rate-limited logging
   uint64_t log_suppressed;

@@ -254,8 +254,7 @@ udx_stream_relay_to (udx_stream_t *s, udx_stream_t *dst) {
     return UV_EINVAL;
   if (s->udx != dst->udx)
     return UV_EINVAL;
-  s->relay_to = dst;
-  s->status |= UDX_S_RELAYED;
+  udx__stream_relay_link(s, dst);
   return 0;
 }
 

@@ -316,7 +316,8 @@ udx__socket_rx (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_st
     }
   }
   if (dup) {
-    static uint8_t copy[UDX_RX_BUFFER_SIZE];
+    // the instance's own copy buffer: two instances may run in two threads
+    uint8_t *copy = sock->udx->rx_dup;
     struct sockaddr_storage addr = *from;
     memcpy(copy, buf, len);
     udx__socket_dispatch(sock, copy, len, &addr, now);

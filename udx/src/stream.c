@@ -50,7 +50,42 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
 }
 
 void
+udx__stream_relay_link (udx_stream_t *s, udx_stream_t *dst) {
+  s->relay_to = dst;
+  s->status |= UDX_S_RELAYED;
+  s->relay_next = dst->relay_from;
+  dst->relay_from = s;
+}
+
+static void
+udx__stream_relay_unlink (udx_stream_t *s) {
+  udx_stream_t *dst = s->relay_to;
+  if (dst == NULL)
+    return;
+  udx_stream_t **at = &dst->relay_from;
+  while (*at && *at != s)
+    at = &(*at)->relay_next;
+  if (*at)
+    *at = s->relay_next;
+  s->relay_to = NULL;
+  s->relay_next = NULL;
+}
+
+void
+udx__stream_end_relays (udx_stream_t *s) {
+  while (s->relay_from) {
+    udx_stream_t *r = s->relay_from;
+    s->relay_from = r->relay_next;
+    r->relay_to = NULL;
+    r->relay_next = NULL;
+    udx__stream_close(r, 0);
+  }
+}
+
+void
 udx__stream_engine_free (udx_stream_t *s) {
+  udx__stream_relay_unlink(s);
+  udx__stream_end_relays(s);
   udx__path_set(s, NULL);
   udx__policy_free(s);
   udx__bufq_destroy(&s->sndq, s->pool);

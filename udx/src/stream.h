@@ -261,6 +261,8 @@ struct udx_stream_s {
 
   // --- relay
   udx_stream_t *relay_to;
+  udx_stream_t *relay_from; // streams relaying into this one (list by relay_next)
+  udx_stream_t *relay_next;
 
   // --- faults and tracing (applied by the host)
   struct udx_fault_state_s *fault;
@@ -342,6 +344,15 @@ udx__stream_peek (udx_stream_t *s, const uint8_t **p, size_t *len);
 
 void
 udx__stream_consume (udx_stream_t *s, size_t n, uint64_t now);
+
+// s forwards every datagram to dst's remote (s->relay_to = dst); dst keeps
+// s in its relay_from list so its close ends s without a scan.
+void
+udx__stream_relay_link (udx_stream_t *s, udx_stream_t *dst);
+
+// s is closing: the streams relaying into it close too (status 0).
+void
+udx__stream_end_relays (udx_stream_t *s);
 
 // Closes the stream now with status (no packet is sent).
 void

@@ -232,14 +232,8 @@ udx__deliver_close (udx_stream_t *s) {
   if (udx__idmap_get(&udx->ids, s->local_id) == s)
     udx__idmap_del(&udx->ids, s->local_id);
 
-  // Streams relaying into this one go too.
-  for (uint32_t i = 0; i < udx->ids.cap; i++) {
-    udx_stream_t *r = udx->ids.slots[i];
-    if (r && r->relay_to == s) {
-      r->relay_to = NULL;
-      udx__stream_close(r, 0);
-    }
-  }
+  // Streams relaying into this one go too (its list: no table scan).
+  udx__stream_end_relays(s);
 
   uv_timer_stop(&s->timer);
   if (s->cb.on_close)
