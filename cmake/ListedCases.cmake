@@ -3,7 +3,7 @@
 # (the program's case table); no name is repeated in CMake.
 #
 #   include(${PROJECT_SOURCE_DIR}/cmake/ListedCases.cmake)
-#   ludx_listed_cases(TARGET PREFIX [TIMEOUT seconds])
+#   ludx_listed_cases(TARGET PREFIX [TIMEOUT seconds])   (no TIMEOUT: ctest's default)
 #
 # After each build of TARGET the list is read and written as add_test lines
 # (PREFIX.NAME) to a file ctest includes; before the first build a single
@@ -22,7 +22,9 @@ if (CMAKE_SCRIPT_MODE_FILE)
       continue()
     endif ()
     string(APPEND text "add_test([=[${PREFIX}.${n}]=] [=[${EXE}]=] [=[${n}]=])\n")
-    string(APPEND text "set_tests_properties([=[${PREFIX}.${n}]=] PROPERTIES TIMEOUT ${TIMEOUT})\n")
+    if (TIMEOUT)
+      string(APPEND text "set_tests_properties([=[${PREFIX}.${n}]=] PROPERTIES TIMEOUT ${TIMEOUT})\n")
+    endif ()
   endforeach ()
   file(WRITE ${OUT} "${text}")
   return()
@@ -30,13 +32,14 @@ endif ()
 
 function(ludx_listed_cases target prefix)
   cmake_parse_arguments(L "" "TIMEOUT" "" ${ARGN})
-  if (NOT L_TIMEOUT)
-    set(L_TIMEOUT 120)
+  set(timeout "")
+  if (L_TIMEOUT)
+    set(timeout -DTIMEOUT=${L_TIMEOUT})
   endif ()
   set(list_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_cases.cmake)
   set(include_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_include.cmake)
   add_custom_command(TARGET ${target} POST_BUILD
-    COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:${target}> -DPREFIX=${prefix} -DTIMEOUT=${L_TIMEOUT} -DOUT=${list_file}
+    COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:${target}> -DPREFIX=${prefix} ${timeout} -DOUT=${list_file}
             -P ${CMAKE_CURRENT_FUNCTION_LIST_FILE}
     VERBATIM)
   file(WRITE ${include_file}
