@@ -21,8 +21,16 @@ extern "C" {
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+
+// The sans-IO engine (udx_engine) is built with UDX_ENGINE_NO_UV and sees
+// these declarations without libuv; everyone else gets <uv.h> as before.
+#ifdef UDX_ENGINE_NO_UV
+typedef struct uv_loop_s uv_loop_t;
+#else
 #include <uv.h>
+#endif
 
 #define UDX_HEADER_SIZE 20
 #define UDX_MTU_BASE    1200
