@@ -445,6 +445,7 @@ SETTER(l_set_rwnd_max, udx_stream_set_rwnd_max, "bytes", UINT32_MAX)
 SETTER(l_set_keepalive, udx_stream_set_keepalive, "ms", UINT32_MAX)
 SETTER(l_set_timeout, udx_stream_set_timeout, "ms", UINT32_MAX)
 SETTER(l_set_ack_policy, udx_stream_set_ack_policy, "policy", 1)
+SETTER(l_set_migration, udx_stream_set_migration, "allow", 1)
 
 static int
 l_seq_ack (lua_State *L) {
@@ -700,6 +701,7 @@ ludx_bind_udx_stream (lua_State *L) {
       {"set_keepalive", l_set_keepalive},
       {"set_timeout", l_set_timeout},
       {"set_ack_policy", l_set_ack_policy},
+      {"set_migration", l_set_migration},
       {"relay_to", l_relay_to},
       {"change_remote", l_change_remote},
       {"firewall", l_firewall},

@@ -197,9 +197,9 @@ drain_reader (udx_stream_t *s) {
       a->read += (uint64_t) n;
       continue;
     }
-    if (n == UV_EOF)
+    if (n == UDX_ERR_EOF)
       a->eof = true;
-    REQUIRE(n == 0 || n == UV_EOF || udx__stream_dead(s));
+    REQUIRE(n == 0 || n == UDX_ERR_EOF || udx__stream_dead(s));
     break;
   }
 }
@@ -435,7 +435,7 @@ heal (void) {
   }
   bool timed_out = false;
   for (int i = 0; i < 2; i++) {
-    if (w.app[i].closed && w.app[i].close_status == UV_ETIMEDOUT)
+    if (w.app[i].closed && w.app[i].close_status == UDX_ERR_TIMEDOUT)
       timed_out = true;
   }
   if (timed_out)
@@ -493,10 +493,8 @@ setup (uint8_t mode) {
   }
   for (int i = 0; i < 2; i++) {
     udx_stream_t *s = &w.s[i];
-    s->remote[0].socket = &w.ports[i][0];
-    s->remote[0].id = (uint32_t) (2 - i);
-    s->remote[0].ipv6 = (mode & MODE_IPV6) != 0;
-    udx__stream_engine_connect(s, 1500, w.now);
+    udx_remote_t to = {.socket = &w.ports[i][0], .id = (uint32_t) (2 - i), .ipv6 = (mode & MODE_IPV6) != 0};
+    udx__stream_engine_connect(s, &to, 1500, w.now);
   }
   settle();
 }
@@ -566,7 +564,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size) {
                   REQUIRE(tmp[i] == pattern(1 - a->node, a->read + (uint64_t) i));
               }
               a->read += (uint64_t) n;
-            } else if (n == UV_EOF) {
+            } else if (n == UDX_ERR_EOF) {
               a->eof = true;
             }
           } else {
@@ -601,11 +599,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size) {
       case 11: // move to the other port of the same node
         if (!udx__stream_dead(&w.s[dir]) && !(w.s[dir].status & UDX_S_CHANGING)) {
           udx_stream_t *s = &w.s[dir];
-          udx_remote_t *r = &s->remote[1 - s->cur_remote];
-          r->socket = &w.ports[dir][(take() & 1)];
-          r->id = (uint32_t) (2 - dir);
-          r->ipv6 = (mode & MODE_IPV6) != 0;
-          udx__stream_engine_change_remote(s, 1500, w.now);
+          udx_remote_t to = {.socket = &w.ports[dir][(take() & 1)], .id = (uint32_t) (2 - dir), .ipv6 = (mode & MODE_IPV6) != 0};
+          udx__stream_engine_change_remote(s, &to, 1500, w.now);
           settle();
         }
         break;

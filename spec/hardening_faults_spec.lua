@@ -226,7 +226,9 @@ describe("fault matrix: the peer's address changes mid-transfer", function()
     local r = U.transfer({
       size = SIZE,
       seed = 52,
-      stream2 = { read_buffer_limit = 64 * 1024 },
+      -- s2 allows migration: by default a connected stream drops packets
+      -- from another address (an off-path sender could forge them)
+      stream2 = { read_buffer_limit = 64 * 1024, migration = true },
       at = SIZE / 2,
       at_fn = function(ctx)
         local a2 = assert(udx.bind("127.0.0.1", 0))

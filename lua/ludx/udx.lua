@@ -192,7 +192,9 @@ Stream.udx_stream = true
 
 --- A stream with a local id. opts: seq, read_buffer_limit (bytes),
 -- rwnd_max, keepalive (ms), timeout (give-up ms), firewall ("accept",
--- "drop"), ack_policy ("each" or "batch").
+-- "drop"), ack_policy ("each" or "batch"), migration (true: accept packets
+-- from addresses other than the remote, for peers that move; by default a
+-- connected stream drops them).
 function M.stream(id, opts)
   check_id(id, "id", "stream")
   if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", "stream", "table", type(opts)) end
@@ -222,6 +224,7 @@ function M.stream(id, opts)
   if opts.keepalive then h:set_keepalive(opts.keepalive) end
   if opts.timeout then h:set_timeout(opts.timeout) end
   if opts.firewall then h:firewall(opts.firewall) end
+  if opts.migration then h:set_migration(1) end
   if opts.ack_policy then
     if opts.ack_policy ~= "each" and opts.ack_policy ~= "batch" then bad_arg("ack_policy", "stream", "'each' or 'batch'", tostring(opts.ack_policy)) end
     h:set_ack_policy(opts.ack_policy == "batch" and 1 or 0)

@@ -21,8 +21,16 @@ extern "C" {
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+
+// The sans-IO engine (udx_engine) is built with UDX_ENGINE_NO_UV and sees
+// these declarations without libuv; everyone else gets <uv.h> as before.
+#ifdef UDX_ENGINE_NO_UV
+typedef struct uv_loop_s uv_loop_t;
+#else
 #include <uv.h>
+#endif
 
 #define UDX_HEADER_SIZE 20
 #define UDX_MTU_BASE    1200
@@ -54,7 +62,7 @@ typedef struct udx_stream_s udx_stream_t;
 // fields at any time without a call (FFI-friendly). New fields are only ever
 // appended, and `version` is bumped when they are.
 
-#define UDX_SOCKET_STATS_VERSION 2
+#define UDX_SOCKET_STATS_VERSION 3
 
 typedef struct udx_socket_stats_s {
   uint32_t version;
@@ -81,6 +89,8 @@ typedef struct udx_socket_stats_s {
   // version 2
   uint64_t tx_segmented; // datagrams sent inside UDP_SEGMENT (GSO) messages
   uint64_t rx_coalesced; // datagrams received inside UDP_GRO messages
+  // version 3
+  uint64_t wrong_source; // datagrams for a connected stream from an address not its remote (dropped)
 } udx_socket_stats_t;
 
 #define UDX_STREAM_STATS_VERSION 1
@@ -260,6 +270,9 @@ typedef struct udx_stream_callbacks_s {
   void (*on_finalize)(udx_stream_t *stream);
   // A packet for this stream came from an unknown source (another socket, or
   // before connect). Return nonzero to drop it. NULL = accept everything.
+  // Once connected, packets from an address that is not the stream's remote
+  // (nor its previous one after change_remote) are dropped before this is
+  // asked, unless udx_stream_set_migration allowed them.
   int (*on_firewall)(udx_stream_t *stream, udx_socket_t *socket, const struct sockaddr *from);
   // udx_stream_change_remote completed.
   void (*on_remote_changed)(udx_stream_t *stream);
@@ -378,6 +391,14 @@ udx_stream_set_timeout (udx_stream_t *stream, uint32_t ms);
 // id. UV_EINVAL if either stream is closed.
 int
 udx_stream_relay_to (udx_stream_t *stream, udx_stream_t *dst);
+
+// A connected stream accepts packets only from its remote address (and from
+// the one before the last change_remote); others are dropped and counted in
+// the socket's wrong_source, so an off-path sender cannot reset the stream or
+// inject data. allow = 1 accepts them again (peers that move, NAT rebinding),
+// subject to on_firewall for other sockets. Default 0.
+int
+udx_stream_set_migration (udx_stream_t *stream, int allow);
 
 // Move the stream to another socket / remote id / address. New packets go
 // there at once; on_remote_changed fires once everything sent before the

@@ -1,8 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
-#include <uv.h>
-
 #include "bufq.h"
+#include "internal.h"
 
 void
 udx__pool_init (udx_pool_t *pool) {
@@ -75,7 +74,7 @@ udx__bufq_grow_ring (udx_bufq_t *q) {
   uint32_t cap = q->cap ? q->cap * 2 : 8;
   uint8_t **chunks = malloc(cap * sizeof(*chunks));
   if (chunks == NULL)
-    return UV_ENOMEM;
+    return UDX_ERR_NOMEM;
   for (uint32_t i = 0; i < q->n; i++) {
     chunks[i] = q->chunks[(q->first + i) & (q->cap - 1)];
   }
@@ -132,7 +131,7 @@ fail:
     q->n--;
     udx__freelist_put(&pool->chunks, q->chunks[(q->first + q->n) & (q->cap - 1)]);
   }
-  return UV_ENOMEM;
+  return UDX_ERR_NOMEM;
 }
 
 int

@@ -36,6 +36,24 @@
 
 #define UDX_FLAGS_DATA_OR_END (UDX_HEADER_DATA | UDX_HEADER_END)
 
+// The engine's own error codes: it is built without libuv (sans-IO), and the
+// io layer maps these to UV_E* at the public API (udx__uv_err in udx.c), so
+// callers of udx.h see the codes they always did. Distinct from any UV_E*
+// value so that an unmapped code shows.
+enum {
+  UDX_ERR_INVAL = -4001,
+  UDX_ERR_NOMEM = -4002,
+  UDX_ERR_NOTCONN = -4003,
+  UDX_ERR_PIPE = -4004,
+  UDX_ERR_MSGSIZE = -4005,
+  UDX_ERR_EOF = -4006,
+  UDX_ERR_TIMEDOUT = -4007,
+  UDX_ERR_CONNRESET = -4008,
+  UDX_ERR_NOSPC = -4009,
+  UDX_ERR_NOENT = -4010,
+  UDX_ERR_BUSY = -4011,
+};
+
 // Sequence numbers are compared through signed 32-bit differences, which is
 // right while the two values are within 2^31 of each other.
 static inline int32_t

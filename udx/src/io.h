@@ -87,6 +87,27 @@ typedef struct udx_idmap_s {
   uint32_t len;
 } udx_idmap_t;
 
+// The io layer's stream: the engine's stream first (udx_stream_t * is the
+// public handle; udx__io converts back), then what only the io layer uses.
+typedef struct udx_io_stream_s {
+  udx_stream_t s;
+  udx_t *udx;
+  struct udx_fault_state_s *fault; // fault injection for its datagrams
+  uv_timer_t timer;
+  uint64_t timer_at;
+  udx_stream_t *next_dirty;
+  udx_stream_t *next_closing;
+  bool dirty;
+  bool closing;
+  bool remote_changed_owed;
+  bool migration; // accept packets from addresses other than the remotes
+} udx_io_stream_t;
+
+static inline udx_io_stream_t *
+udx__io (udx_stream_t *s) {
+  return (udx_io_stream_t *) s;
+}
+
 struct udx_socket_s {
   udx_t *udx;
   void *data;
@@ -155,6 +176,7 @@ struct udx_s {
   // receive buffers, shared by all sockets (processing is synchronous)
   uint8_t *rx_bufs;
   struct sockaddr_storage rx_addrs[UDX_RX_BATCH];
+  uint8_t rx_dup[UDX_RX_BUFFER_SIZE]; // a datagram duplicated by fault injection
 
   uint64_t log_at; // rate-limited logging
   uint64_t log_suppressed;
@@ -164,6 +186,11 @@ struct udx_s {
 
 uint64_t
 udx__now (void);
+
+// An engine error code (UDX_ERR_*) as the UV_E* code udx.h documents;
+// other values pass through.
+int
+udx__uv_err (int err);
 
 void
 udx__settle (udx_t *udx);

@@ -7,6 +7,7 @@
 
 #include "io.h"
 #include "path.h"
+#include "policy.h"
 
 int
 udx_stream_init (udx_t *udx, udx_stream_t **out, uint32_t local_id, const udx_stream_callbacks_t *callbacks, void *data) {
@@ -16,25 +17,25 @@ udx_stream_init (udx_t *udx, udx_stream_t **out, uint32_t local_id, const udx_st
   if (old)
     return UV_EADDRINUSE;
 
-  udx_stream_t *s = calloc(1, sizeof(*s));
-  if (s == NULL)
+  udx_io_stream_t *io = calloc(1, sizeof(*io));
+  if (io == NULL)
     return UV_ENOMEM;
-  s->udx = udx;
+  udx_stream_t *s = &io->s;
+  io->udx = udx;
   udx__stream_engine_init(s, local_id, &udx__io_host, &udx->pool, udx__now());
   if (callbacks)
     s->cb = *callbacks;
   s->data = data;
-  s->timer_at = UDX_NEVER;
+  io->timer_at = UDX_NEVER;
 
   int err = udx__idmap_put(&udx->ids, s);
   if (err < 0) {
     udx__stream_engine_free(s);
-    free(s);
+    free(io);
     return err;
   }
-  uv_timer_init(udx->loop, &s->timer);
-  s->timer.data = s;
-  s->timer_init = true;
+  uv_timer_init(udx->loop, &io->timer);
+  io->timer.data = s;
   udx->nstreams++;
   *out = s;
   return 0;
@@ -82,6 +83,7 @@ udx__check_addr (udx_socket_t *sock, const struct sockaddr *addr) {
 
 static void
 udx__fill_remote (udx_remote_t *r, udx_socket_t *sock, uint32_t remote_id, const struct sockaddr *addr) {
+  memset(r, 0, sizeof(*r));
   r->socket = sock;
   r->id = remote_id;
   udx__socket_dest(sock, addr, &r->addr);
@@ -91,20 +93,22 @@ udx__fill_remote (udx_remote_t *r, udx_socket_t *sock, uint32_t remote_id, const
 
 int
 udx_stream_connect (udx_stream_t *s, udx_socket_t *sock, uint32_t remote_id, const struct sockaddr *addr) {
-  if (udx__stream_dead(s) || s->udx->closing)
+  udx_t *udx = udx__io(s)->udx;
+  if (udx__stream_dead(s) || udx->closing)
     return UV_EINVAL;
   if (s->status & UDX_S_CONNECTED)
     return UV_EISCONN;
-  if (sock == NULL || sock->udx != s->udx || !sock->bound || sock->closing)
+  if (sock == NULL || sock->udx != udx || !sock->bound || sock->closing)
     return UV_EINVAL;
   int err = udx__check_addr(sock, addr);
   if (err < 0)
     return err; // validated before anything changes (libudx sets CONNECTED first)
 
-  udx__fill_remote(&s->remote[0], sock, remote_id, addr);
-  udx__path_set(s, udx__socket_path(sock, &s->remote[0].addr));
+  udx_remote_t to;
+  udx__fill_remote(&to, sock, remote_id, addr);
+  udx__path_set(s, udx__socket_path(sock, &to.addr));
   int mtu = udx__sys_link_mtu(addr);
-  udx__stream_engine_connect(s, mtu, udx__now());
+  udx__stream_engine_connect(s, &to, mtu, udx__now());
   udx__mark_dirty(s);
   return 0;
 }
@@ -122,25 +126,19 @@ int
 udx_stream_write (udx_stream_t *s, const void *buf, size_t len) {
   if (buf == NULL && len > 0)
     return UV_EINVAL;
-  return udx__stream_write(s, buf, len, false, udx__now());
+  return udx__uv_err(udx__stream_write(s, buf, len, false, udx__now()));
 }
 
 int
 udx_stream_write_end (udx_stream_t *s, const void *buf, size_t len) {
   if (buf == NULL && len > 0)
     return UV_EINVAL;
-  return udx__stream_write(s, buf, len, true, udx__now());
+  return udx__uv_err(udx__stream_write(s, buf, len, true, udx__now()));
 }
 
 int
 udx_stream_flush (udx_stream_t *s) {
-  if (udx__stream_dead(s))
-    return UV_ENOTCONN;
-  if (s->snd_acked_off >= s->sndq.end && s->snd_una == s->snd_nxt)
-    return 1;
-  s->flush_off = s->sndq.end;
-  s->status |= UDX_S_FLUSH;
-  return 0;
+  return udx__uv_err(udx__stream_flush_request(s));
 }
 
 ssize_t
@@ -150,14 +148,14 @@ udx_stream_read (udx_stream_t *s, void *buf, size_t max) {
   // Reading needs no fresh clock (nothing it does is timed): the engine's
   // last time saves a clock read per call (per packet for a reader that
   // drains on every on_readable).
-  return udx__stream_read(s, buf, max, s->now);
+  return udx__uv_err((int) udx__stream_read(s, buf, max, s->now));
 }
 
 int
 udx_stream_read_peek (udx_stream_t *s, const uint8_t **p, size_t *len) {
   if (p == NULL || len == NULL)
     return UV_EINVAL;
-  return udx__stream_peek(s, p, len);
+  return udx__uv_err(udx__stream_peek(s, p, len));
 }
 
 void
@@ -174,23 +172,17 @@ int
 udx_stream_send (udx_stream_t *s, const void *buf, size_t len) {
   if (buf == NULL && len > 0)
     return UV_EINVAL;
-  return udx__stream_send_message(s, buf, len, udx__now());
+  return udx__uv_err(udx__stream_send_message(s, buf, len, udx__now()));
 }
 
 int
 udx_stream_destroy (udx_stream_t *s) {
-  return udx__stream_destroy(s, udx__now());
+  return udx__uv_err(udx__stream_destroy(s, udx__now()));
 }
 
 int
 udx_stream_set_seq (udx_stream_t *s, uint32_t seq) {
-  if (udx__stream_dead(s))
-    return UV_EINVAL;
-  if (s->snd_una != s->snd_nxt)
-    return UV_EBUSY; // packets outstanding
-  s->snd_una = s->snd_nxt = s->snd_wl2 = seq;
-  s->high_seq = s->rack_end_seq = s->rack_fack = s->tlp_end_seq = seq;
-  return 0;
+  return udx__uv_err(udx__stream_set_seq(s, seq));
 }
 
 uint32_t
@@ -200,13 +192,7 @@ udx_stream_get_seq (udx_stream_t *s) {
 
 int
 udx_stream_set_ack (udx_stream_t *s, uint32_t ack) {
-  if (udx__stream_dead(s))
-    return UV_EINVAL;
-  if (s->ooo_count || s->nranges)
-    return UV_EBUSY; // out-of-order data held
-  s->rcv_nxt = ack;
-  s->snd_wl1 = ack;
-  return 0;
+  return udx__uv_err(udx__stream_set_ack(s, ack));
 }
 
 uint32_t
@@ -216,14 +202,13 @@ udx_stream_get_ack (udx_stream_t *s) {
 
 int
 udx_stream_set_read_buffer_limit (udx_stream_t *s, size_t bytes) {
-  s->read_limit = bytes;
-  udx__stream_maybe_window_update(s);
+  udx__stream_set_read_limit(s, bytes);
   return 0;
 }
 
 int
 udx_stream_set_rwnd_max (udx_stream_t *s, uint32_t bytes) {
-  s->recv_rwnd_max = bytes;
+  udx__stream_set_rwnd_max(s, bytes);
   return 0;
 }
 
@@ -234,28 +219,27 @@ udx_stream_get_rwnd_max (udx_stream_t *s) {
 
 int
 udx_stream_set_keepalive (udx_stream_t *s, uint32_t ms) {
-  s->keepalive_ms = ms;
-  s->keepalive_at = UDX_NEVER;
+  udx__stream_set_keepalive(s, ms);
   udx__mark_dirty(s);
   return 0;
 }
 
 int
 udx_stream_set_timeout (udx_stream_t *s, uint32_t ms) {
-  s->timeout_ms = ms;
+  udx__stream_set_timeout(s, ms);
   return 0;
 }
 
 int
 udx_stream_relay_to (udx_stream_t *s, udx_stream_t *dst) {
-  if (dst == NULL || dst == s || udx__stream_dead(s) || udx__stream_dead(dst))
+  if (dst == NULL || udx__io(s)->udx != udx__io(dst)->udx)
     return UV_EINVAL;
-  if (s->relay_to || (s->status & UDX_S_RELAYED))
-    return UV_EINVAL;
-  if (s->udx != dst->udx)
-    return UV_EINVAL;
-  s->relay_to = dst;
-  s->status |= UDX_S_RELAYED;
+  return udx__uv_err(udx__stream_relay_to(s, dst));
+}
+
+int
+udx_stream_set_migration (udx_stream_t *s, int allow) {
+  udx__io(s)->migration = allow != 0;
   return 0;
 }
 
@@ -263,15 +247,16 @@ int
 udx_stream_change_remote (udx_stream_t *s, udx_socket_t *sock, uint32_t remote_id, const struct sockaddr *addr) {
   if (udx__stream_dead(s) || !(s->status & UDX_S_CONNECTED))
     return UV_EINVAL;
-  if (sock == NULL || sock->udx != s->udx || !sock->bound || sock->closing)
+  if (sock == NULL || sock->udx != udx__io(s)->udx || !sock->bound || sock->closing)
     return UV_EINVAL;
   int err = udx__check_addr(sock, addr);
   if (err < 0)
     return err;
 
-  udx__fill_remote(&s->remote[1 - s->cur_remote], sock, remote_id, addr);
-  udx__path_set(s, udx__socket_path(sock, &s->remote[1 - s->cur_remote].addr));
-  udx__stream_engine_change_remote(s, udx__sys_link_mtu(addr), udx__now());
+  udx_remote_t to;
+  udx__fill_remote(&to, sock, remote_id, addr);
+  udx__path_set(s, udx__socket_path(sock, &to.addr));
+  udx__stream_engine_change_remote(s, &to, udx__sys_link_mtu(addr), udx__now());
   udx__mark_dirty(s);
   return 0;
 }
@@ -284,27 +269,45 @@ udx_stream_stats (udx_stream_t *s) {
 
 int
 udx_stream_set_trace (udx_stream_t *s, uint32_t interval_ms, udx_stream_trace_cb cb) {
-  s->trace_ms = interval_ms;
-  s->trace_cb = cb;
-  s->trace_at = interval_ms && cb ? udx__now() + (uint64_t) interval_ms * UDX_US_PER_MS : UDX_NEVER;
+  udx__stream_set_trace(s, interval_ms, cb, udx__now());
   udx__mark_dirty(s);
   return 0;
 }
 
 int
 udx_stream_set_fault (udx_stream_t *s, const udx_fault_t *fault) {
-  free(s->fault);
-  s->fault = NULL;
+  udx_io_stream_t *io = udx__io(s);
+  free(io->fault);
+  io->fault = NULL;
   if (fault == NULL)
     return 0;
-  s->fault = udx__fault_new(fault, udx__now());
-  return s->fault ? 0 : UV_ENOMEM;
+  io->fault = udx__fault_new(fault, udx__now());
+  return io->fault ? 0 : UV_ENOMEM;
 }
 
 int
 udx_stream_set_ack_policy (udx_stream_t *s, int policy) {
-  if (policy != UDX_ACK_EACH && policy != UDX_ACK_BATCH)
-    return UV_EINVAL;
-  s->ack_policy = policy;
-  return 0;
+  return udx__uv_err(udx__stream_set_ack_policy(s, policy));
+}
+
+// --- limiters (policy.c), with udx.h's error codes
+
+int
+udx_limiter_init (udx_limiter_t **out, uint64_t rate, uint64_t burst) {
+  return udx__uv_err(udx__limiter_init(out, rate, burst));
+}
+
+int
+udx_limiter_set_rate (udx_limiter_t *limiter, uint64_t rate, uint64_t burst) {
+  return udx__uv_err(udx__limiter_set_rate(limiter, rate, burst));
+}
+
+int
+udx_limiter_add (udx_limiter_t *limiter, udx_stream_t *stream, uint32_t weight) {
+  return udx__uv_err(udx__limiter_add(limiter, stream, weight));
+}
+
+int
+udx_limiter_remove (udx_limiter_t *limiter, udx_stream_t *stream) {
+  return udx__uv_err(udx__limiter_remove(limiter, stream));
 }

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io.h"
 #include "policy.h"
 
 #define UDX_POLICY_MIN_BURST (4 * UDX_MTU_MAX)
@@ -224,15 +223,16 @@ udx__policy_free (udx_stream_t *s) {
   s->policy = NULL;
 }
 
-// --- public API (udx.h)
+// --- API: udx.h's udx_limiter_* (the io layer maps the error codes of
+// those that return one; release and get_stats are the public functions)
 
 int
-udx_limiter_init (udx_limiter_t **out, uint64_t rate, uint64_t burst) {
+udx__limiter_init (udx_limiter_t **out, uint64_t rate, uint64_t burst) {
   if (out == NULL)
-    return UV_EINVAL;
+    return UDX_ERR_INVAL;
   udx_limiter_t *l = calloc(1, sizeof(*l));
   if (l == NULL)
-    return UV_ENOMEM;
+    return UDX_ERR_NOMEM;
   l->rate = rate;
   l->burst = burst ? burst : default_burst(rate);
   l->refs = 1;
@@ -241,9 +241,9 @@ udx_limiter_init (udx_limiter_t **out, uint64_t rate, uint64_t burst) {
 }
 
 int
-udx_limiter_set_rate (udx_limiter_t *l, uint64_t rate, uint64_t burst) {
+udx__limiter_set_rate (udx_limiter_t *l, uint64_t rate, uint64_t burst) {
   if (l == NULL)
-    return UV_EINVAL;
+    return UDX_ERR_INVAL;
   uint64_t now = 0;
   for (udx_member_t *m = l->head; m; m = m->next)
     now = udx__max_u64(now, m->stream->now);
@@ -266,9 +266,9 @@ udx_limiter_release (udx_limiter_t *l) {
 }
 
 int
-udx_limiter_add (udx_limiter_t *l, udx_stream_t *s, uint32_t weight) {
+udx__limiter_add (udx_limiter_t *l, udx_stream_t *s, uint32_t weight) {
   if (l == NULL || s == NULL || weight == 0 || udx__stream_dead(s))
-    return UV_EINVAL;
+    return UDX_ERR_INVAL;
   udx_policy_t *p = s->policy;
   if (p) {
     for (int i = 0; i < p->n; i++) {
@@ -284,11 +284,11 @@ udx_limiter_add (udx_limiter_t *l, udx_stream_t *s, uint32_t weight) {
       return 0;
     }
     if (p->n == UDX_LIMITS_MAX)
-      return UV_ENOSPC;
+      return UDX_ERR_NOSPC;
   } else {
     p = calloc(1, sizeof(*p));
     if (p == NULL)
-      return UV_ENOMEM;
+      return UDX_ERR_NOMEM;
     s->policy = p;
   }
   udx_member_t *m = &p->m[p->n++];
@@ -308,9 +308,9 @@ udx_limiter_add (udx_limiter_t *l, udx_stream_t *s, uint32_t weight) {
 }
 
 int
-udx_limiter_remove (udx_limiter_t *l, udx_stream_t *s) {
+udx__limiter_remove (udx_limiter_t *l, udx_stream_t *s) {
   if (l == NULL || s == NULL || s->policy == NULL)
-    return UV_EINVAL;
+    return UDX_ERR_INVAL;
   udx_policy_t *p = s->policy;
   for (int i = 0; i < p->n; i++) {
     if (p->m[i].limiter == l) {
@@ -319,7 +319,7 @@ udx_limiter_remove (udx_limiter_t *l, udx_stream_t *s) {
       return 0;
     }
   }
-  return UV_ENOENT;
+  return UDX_ERR_NOENT;
 }
 
 void
@@ -333,15 +333,4 @@ udx_limiter_get_stats (const udx_limiter_t *l, udx_limiter_stats_t *out) {
   out->active = l->nactive;
   out->bytes = l->bytes;
   out->waits = l->waits;
-}
-
-int
-udx_stream_lookup (udx_t *udx, uint32_t local_id, udx_stream_t **out) {
-  if (udx == NULL || out == NULL)
-    return UV_EINVAL;
-  udx_stream_t *s = udx__idmap_get(&udx->ids, local_id);
-  if (s == NULL || udx__stream_dead(s))
-    return UV_ENOENT;
-  *out = s;
-  return 0;
 }

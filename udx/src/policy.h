@@ -23,6 +23,20 @@ typedef struct udx_policy_s {
   bool blocked; // the last udx__policy_allows said no
 } udx_policy_t;
 
+// udx.h's udx_limiter_init/_set_rate/_add/_remove with engine error codes
+// (UDX_ERR_*); the io layer exposes them with UV_E* codes.
+int
+udx__limiter_init (udx_limiter_t **out, uint64_t rate, uint64_t burst);
+
+int
+udx__limiter_set_rate (udx_limiter_t *l, uint64_t rate, uint64_t burst);
+
+int
+udx__limiter_add (udx_limiter_t *l, udx_stream_t *s, uint32_t weight);
+
+int
+udx__limiter_remove (udx_limiter_t *l, udx_stream_t *s);
+
 bool
 udx__policy_check (udx_stream_t *s);
 

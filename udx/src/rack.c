@@ -182,7 +182,7 @@ udx__on_rto (udx_stream_t *s) {
     return;
 
   if (s->timeout_ms && s->now >= s->progress_at + (uint64_t) s->timeout_ms * UDX_US_PER_MS) {
-    udx__stream_close(s, UV_ETIMEDOUT);
+    udx__stream_close(s, UDX_ERR_TIMEDOUT);
     return;
   }
 

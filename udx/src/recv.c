@@ -282,7 +282,7 @@ udx__stream_recv (udx_stream_t *s, const uint8_t *buf, size_t len, uint64_t now)
   }
 
   if ((type & UDX_HEADER_DESTROY) && udx__seq_ge(pkt.seq, s->rcv_nxt)) {
-    udx__stream_close(s, UV_ECONNRESET);
+    udx__stream_close(s, UDX_ERR_CONNRESET);
     return;
   }
 

@@ -206,24 +206,27 @@ udx__hold (udx_socket_t *sock, udx_fault_state_t *f, bool rx, const uint8_t *buf
 static void
 udx__relay (udx_stream_t *s, uint8_t *buf, size_t len) {
   udx_stream_t *dst = s->relay_to;
-  udx_wire_pkt_t pkt;
-  if (udx__wire_decode(buf, len, &pkt) != UDX_WIRE_OK) {
-    s->stats.malformed++;
+  if (!udx__stream_relay_recv(s, buf, len))
     return;
-  }
-  s->stats.packets_received++;
-  s->stats.bytes_received += len;
   if (dst && !udx__stream_dead(dst) && (dst->status & UDX_S_CONNECTED)) {
     const udx_remote_t *to = &dst->remote[dst->cur_remote];
     udx__write_u32(buf + 4, to->id); // only the id changes
     struct iovec iov = {.iov_base = buf, .iov_len = len};
     if (to->socket)
-      udx__socket_queue(to->socket, (const struct sockaddr *) &to->addr, &iov, 1, len, dst->fault, NULL);
+      udx__socket_queue(to->socket, (const struct sockaddr *) &to->addr, &iov, 1, len, udx__io(dst)->fault, NULL);
   }
-  if (udx__seq_gt(pkt.seq, s->snd_nxt))
-    s->snd_nxt = pkt.seq;
-  if (pkt.type & UDX_HEADER_DESTROY)
-    udx__stream_close(s, UV_ECONNRESET);
+}
+
+// A connected stream's packets come from its remote: the current one, or the
+// one before change_remote (retransmissions along the old path, a relay
+// handing over). Anything else is an off-path sender (issue 13).
+static bool
+udx__from_remote (const udx_stream_t *s, const udx_socket_t *sock, const struct sockaddr_storage *from) {
+  for (int r = 0; r < 2; r++) {
+    if (s->remote[r].socket == sock && udx__same_dest(&s->remote[r].addr, from))
+      return true;
+  }
+  return false;
 }
 
 static void
@@ -232,15 +235,16 @@ udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct socka
   if (udx__wire_peek(buf, len, &id)) {
     udx_stream_t *s = udx__idmap_get(&sock->udx->ids, id);
     if (s && !udx__stream_dead(s)) {
+      if ((s->status & UDX_S_CONNECTED) && !udx__io(s)->migration && !udx__from_remote(s, sock, from)) {
+        sock->stats.wrong_source++;
+        return;
+      }
       // Packets from anywhere but the stream's own socket pass the firewall.
       void *own = (s->status & UDX_S_CONNECTED) ? s->remote[s->cur_remote].socket : NULL;
       if (own != sock && s->cb.on_firewall) {
         struct sockaddr_storage addr = *from;
         udx__addr_unmap(&addr);
-        s->in_callback++;
-        int drop = s->cb.on_firewall(s, sock, (struct sockaddr *) &addr);
-        s->in_callback--;
-        if (drop || udx__stream_dead(s))
+        if (udx__stream_firewall(s, sock, (struct sockaddr *) &addr))
           return;
       }
       if (s->relay_to || (s->status & UDX_S_RELAYED)) {
@@ -248,9 +252,10 @@ udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct socka
         udx__mark_dirty(s);
         return;
       }
-      if (s->fault) {
+      udx_fault_state_t *fault = udx__io(s)->fault;
+      if (fault) {
         int err;
-        int act = udx__fault_decide(s->fault, UDX_FAULT_RX, now, buf, len, &err);
+        int act = udx__fault_decide(fault, UDX_FAULT_RX, now, buf, len, &err);
         if (act == UDX_FAULT_DROP) {
           sock->stats.fault_dropped++;
           return;
@@ -300,7 +305,8 @@ udx__socket_rx (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_st
     }
   }
   if (dup) {
-    static uint8_t copy[UDX_RX_BUFFER_SIZE];
+    // the instance's own copy buffer: two instances may run in two threads
+    uint8_t *copy = sock->udx->rx_dup;
     struct sockaddr_storage addr = *from;
     memcpy(copy, buf, len);
     udx__socket_dispatch(sock, copy, len, &addr, now);

@@ -49,8 +49,151 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
   udx__stream_refresh_stats(s);
 }
 
+int
+udx__stream_relay_to (udx_stream_t *s, udx_stream_t *dst) {
+  if (dst == NULL || dst == s || udx__stream_dead(s) || udx__stream_dead(dst))
+    return UDX_ERR_INVAL;
+  if (s->relay_to || (s->status & UDX_S_RELAYED))
+    return UDX_ERR_INVAL;
+  s->relay_to = dst;
+  s->status |= UDX_S_RELAYED;
+  s->relay_next = dst->relay_from;
+  dst->relay_from = s;
+  return 0;
+}
+
+bool
+udx__stream_relay_recv (udx_stream_t *s, const uint8_t *buf, size_t len) {
+  udx_wire_pkt_t pkt;
+  if (udx__wire_decode(buf, len, &pkt) != UDX_WIRE_OK) {
+    s->stats.malformed++;
+    return false;
+  }
+  s->stats.packets_received++;
+  s->stats.bytes_received += len;
+  if (udx__seq_gt(pkt.seq, s->snd_nxt))
+    s->snd_nxt = pkt.seq;
+  if (pkt.type & UDX_HEADER_DESTROY)
+    udx__stream_close(s, UDX_ERR_CONNRESET); // the host forwards it first (closing is deferred)
+  return true;
+}
+
+int
+udx__stream_firewall (udx_stream_t *s, void *socket, const struct sockaddr *from) {
+  if (s->cb.on_firewall == NULL)
+    return 0;
+  s->in_callback++;
+  int drop = s->cb.on_firewall(s, socket, from);
+  s->in_callback--;
+  return drop || udx__stream_dead(s);
+}
+
+// --- settings (the host's public API)
+
+int
+udx__stream_flush_request (udx_stream_t *s) {
+  if (udx__stream_dead(s))
+    return UDX_ERR_NOTCONN;
+  if (s->snd_acked_off >= s->sndq.end && s->snd_una == s->snd_nxt)
+    return 1;
+  s->flush_off = s->sndq.end;
+  s->status |= UDX_S_FLUSH;
+  return 0;
+}
+
+int
+udx__stream_set_seq (udx_stream_t *s, uint32_t seq) {
+  if (udx__stream_dead(s))
+    return UDX_ERR_INVAL;
+  if (s->snd_una != s->snd_nxt)
+    return UDX_ERR_BUSY; // packets outstanding
+  s->snd_una = s->snd_nxt = s->snd_wl2 = seq;
+  s->high_seq = s->rack_end_seq = s->rack_fack = s->tlp_end_seq = seq;
+  return 0;
+}
+
+int
+udx__stream_set_ack (udx_stream_t *s, uint32_t ack) {
+  if (udx__stream_dead(s))
+    return UDX_ERR_INVAL;
+  if (s->ooo_count || s->nranges)
+    return UDX_ERR_BUSY; // out-of-order data held
+  s->rcv_nxt = ack;
+  s->snd_wl1 = ack;
+  return 0;
+}
+
+void
+udx__stream_set_read_limit (udx_stream_t *s, uint64_t bytes) {
+  s->read_limit = bytes;
+  udx__stream_maybe_window_update(s);
+}
+
+void
+udx__stream_set_rwnd_max (udx_stream_t *s, uint32_t bytes) {
+  s->recv_rwnd_max = bytes;
+}
+
+void
+udx__stream_set_keepalive (udx_stream_t *s, uint32_t ms) {
+  s->keepalive_ms = ms;
+  s->keepalive_at = UDX_NEVER;
+}
+
+void
+udx__stream_set_timeout (udx_stream_t *s, uint32_t ms) {
+  s->timeout_ms = ms;
+}
+
+void
+udx__stream_set_trace (udx_stream_t *s, uint32_t interval_ms, udx_stream_trace_cb cb, uint64_t now) {
+  s->trace_ms = interval_ms;
+  s->trace_cb = cb;
+  s->trace_at = interval_ms && cb ? now + (uint64_t) interval_ms * UDX_US_PER_MS : UDX_NEVER;
+}
+
+int
+udx__stream_set_ack_policy (udx_stream_t *s, int policy) {
+  if (policy != UDX_ACK_EACH && policy != UDX_ACK_BATCH)
+    return UDX_ERR_INVAL;
+  s->ack_policy = policy;
+  return 0;
+}
+
+void
+udx__stream_pin (udx_stream_t *s) {
+  s->tx_pins++;
+}
+
+static void
+udx__stream_relay_unlink (udx_stream_t *s) {
+  udx_stream_t *dst = s->relay_to;
+  if (dst == NULL)
+    return;
+  udx_stream_t **at = &dst->relay_from;
+  while (*at && *at != s)
+    at = &(*at)->relay_next;
+  if (*at)
+    *at = s->relay_next;
+  s->relay_to = NULL;
+  s->relay_next = NULL;
+}
+
+void
+udx__stream_end_relays (udx_stream_t *s) {
+  while (s->relay_from) {
+    udx_stream_t *r = s->relay_from;
+    s->relay_from = r->relay_next;
+    r->relay_to = NULL;
+    r->relay_next = NULL;
+    udx__stream_close(r, 0);
+  }
+}
+
 void
 udx__stream_engine_free (udx_stream_t *s) {
+  udx__stream_relay_unlink(s);
+  udx__stream_end_relays(s);
   udx__path_set(s, NULL);
   udx__policy_free(s);
   udx__bufq_destroy(&s->sndq, s->pool);
@@ -72,9 +215,10 @@ udx__stream_engine_free (udx_stream_t *s) {
 }
 
 void
-udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now) {
+udx__stream_engine_connect (udx_stream_t *s, const udx_remote_t *to, int link_mtu, uint64_t now) {
   udx__stream_clock(s, now);
   s->cur_remote = 0;
+  s->remote[0] = *to;
   s->remote[0].valid = true;
   s->remote[1].valid = false;
   s->status |= UDX_S_CONNECTED;
@@ -87,11 +231,12 @@ udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now) {
 }
 
 void
-udx__stream_engine_change_remote (udx_stream_t *s, int link_mtu, uint64_t now) {
+udx__stream_engine_change_remote (udx_stream_t *s, const udx_remote_t *to, int link_mtu, uint64_t now) {
   udx__stream_clock(s, now);
-  // the host filled the slot that is not current; packets already sent keep
+  // `to` goes into the slot that is not current; packets already sent keep
   // going to the old remote until everything before the change is acked.
   s->cur_remote = 1 - s->cur_remote;
+  s->remote[s->cur_remote] = *to;
   s->remote[s->cur_remote].valid = true;
   udx__mtu_reset(s, link_mtu);
 
@@ -129,9 +274,9 @@ udx__stream_check_close (udx_stream_t *s) {
 int
 udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint64_t now) {
   if (udx__stream_dead(s))
-    return UV_ENOTCONN;
+    return UDX_ERR_NOTCONN;
   if (s->status & UDX_S_ENDING)
-    return UV_EPIPE;
+    return UDX_ERR_PIPE;
   udx__stream_clock(s, now);
 
   bool was_idle = s->snd_una == s->snd_nxt && s->sndq.end == s->snd_pkt_off;
@@ -166,9 +311,9 @@ udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint6
 int
 udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t now) {
   if (udx__stream_dead(s) || !(s->status & UDX_S_CONNECTED))
-    return UV_ENOTCONN;
+    return UDX_ERR_NOTCONN;
   if (len > UDX_MESSAGE_MAX)
-    return UV_EMSGSIZE;
+    return UDX_ERR_MSGSIZE;
   udx__stream_clock(s, now);
 
   uint8_t hdr[UDX_HEADER_SIZE];
@@ -252,10 +397,10 @@ udx__stream_read (udx_stream_t *s, void *buf, size_t max, uint64_t now) {
   }
   if (s->status & UDX_S_ENDED_REMOTE) {
     udx__reader_saw_eof(s);
-    return UV_EOF;
+    return UDX_ERR_EOF;
   }
   if (udx__stream_dead(s))
-    return s->close_status ? s->close_status : UV_EOF;
+    return s->close_status ? s->close_status : UDX_ERR_EOF;
   return 0;
 }
 
@@ -266,10 +411,10 @@ udx__stream_peek (udx_stream_t *s, const uint8_t **p, size_t *len) {
     return 0;
   if (s->status & UDX_S_ENDED_REMOTE) {
     udx__reader_saw_eof(s);
-    return UV_EOF;
+    return UDX_ERR_EOF;
   }
   if (udx__stream_dead(s))
-    return s->close_status ? s->close_status : UV_EOF;
+    return s->close_status ? s->close_status : UDX_ERR_EOF;
   return 0;
 }
 
@@ -340,7 +485,7 @@ udx__stream_timer (udx_stream_t *s, uint64_t now) {
     // give-up time is gone.
     uint64_t give_up = (s->status & UDX_S_HB_ANSWERED) && s->timeout_ms ? s->last_rx + (uint64_t) s->timeout_ms * UDX_US_PER_MS : UDX_NEVER;
     if (now >= give_up) {
-      udx__stream_close(s, UV_ETIMEDOUT);
+      udx__stream_close(s, UDX_ERR_TIMEDOUT);
       return;
     }
     s->stats.zwp_count++;
@@ -355,7 +500,7 @@ udx__stream_timer (udx_stream_t *s, uint64_t now) {
     uint64_t silence = now - s->last_rx;
     uint64_t limit = udx__max_u64((uint64_t) s->timeout_ms, 3ull * s->keepalive_ms) * UDX_US_PER_MS;
     if ((s->status & UDX_S_HB_ANSWERED) && s->timeout_ms && silence >= limit) {
-      udx__stream_close(s, UV_ETIMEDOUT);
+      udx__stream_close(s, UDX_ERR_TIMEDOUT);
       return;
     }
     udx__send_heartbeat(s);

@@ -5,13 +5,13 @@
 // current time (microseconds) go in through udx__stream_recv/_timer/_flush;
 // datagrams come out through host->send, and udx__stream_deadline says when
 // the host must call udx__stream_timer next. The engine never reads a clock,
-// never touches a socket and never calls libuv.
+// never touches a socket and never calls libuv: it is built as its own
+// library (udx_engine) where libuv's header cannot be included.
 //
 // Field names follow TCP where they mean the same (snd_una, snd_nxt, rcv_nxt).
 
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <uv.h>
 
 #include "bbr.h"
 #include "bufq.h"
@@ -133,9 +133,10 @@ enum { UDX_MTU_STATE_BASE = 1,
 #define UDX_S_HB_ANSWERED   0x4000 // the peer answers HEARTBEATs
 #define UDX_S_HB_OUT        0x8000 // a keepalive HEARTBEAT is outstanding
 
+// The engine's part of a stream. A host embeds it (the io layer as the first
+// member of udx_io_stream_t, io.h) and keeps its own state beside it.
 struct udx_stream_s {
   // --- identity and host glue
-  udx_t *udx;
   void *data;
   const udx_host_t *host;
   udx_pool_t *pool;
@@ -261,9 +262,10 @@ struct udx_stream_s {
 
   // --- relay
   udx_stream_t *relay_to;
+  udx_stream_t *relay_from; // streams relaying into this one (list by relay_next)
+  udx_stream_t *relay_next;
 
-  // --- faults and tracing (applied by the host)
-  struct udx_fault_state_s *fault;
+  // --- tracing
   udx_stream_trace_cb trace_cb;
   uint32_t trace_ms;
 
@@ -277,17 +279,6 @@ struct udx_stream_s {
   uint8_t path_state;      // UDX_PATH_*
   uint8_t path_quota;      // packets left in a granted turn
   bool path_blocked;       // the path window held it back this send round
-
-  // --- io fields: the engine never touches these
-  uv_timer_t timer;
-  uint64_t timer_at;
-  udx_stream_t *next_dirty;
-  udx_stream_t *next_closing;
-  bool dirty;
-  bool closing;
-  bool timer_init;
-  bool finalizing;
-  bool remote_changed_owed;
 };
 
 // --- engine API (stream.c, recv.c, send.c, ack.c)
@@ -298,14 +289,14 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
 void
 udx__stream_engine_free (udx_stream_t *s);
 
-// The host filled s->remote[0] (socket, addr, id, ipv6); link_mtu is the
-// interface MTU towards the peer (0 or -1 unknown).
+// Connects to `to` (socket, addr, id, ipv6 filled by the host); link_mtu is
+// the interface MTU towards the peer (0 or -1 unknown).
 void
-udx__stream_engine_connect (udx_stream_t *s, int link_mtu, uint64_t now);
+udx__stream_engine_connect (udx_stream_t *s, const udx_remote_t *to, int link_mtu, uint64_t now);
 
-// Switches to remote slot (filled by the host); see udx_stream_change_remote.
+// Switches to `to` in the other remote slot; see udx_stream_change_remote.
 void
-udx__stream_engine_change_remote (udx_stream_t *s, int link_mtu, uint64_t now);
+udx__stream_engine_change_remote (udx_stream_t *s, const udx_remote_t *to, int link_mtu, uint64_t now);
 
 // One datagram for this stream (header included, already demultiplexed).
 void
@@ -341,6 +332,61 @@ udx__stream_peek (udx_stream_t *s, const uint8_t **p, size_t *len);
 
 void
 udx__stream_consume (udx_stream_t *s, size_t n, uint64_t now);
+
+// s forwards every datagram to dst's remote (s->relay_to = dst); dst keeps
+// s in its relay_from list so its close ends s without a scan.
+// UDX_ERR_INVAL if either is closed or s relays already.
+int
+udx__stream_relay_to (udx_stream_t *s, udx_stream_t *dst);
+
+// A datagram for a relaying stream (the host forwards it to relay_to's
+// remote): counts it, tracks its seq, closes on DESTROY. false if malformed
+// (not to be forwarded).
+bool
+udx__stream_relay_recv (udx_stream_t *s, const uint8_t *buf, size_t len);
+
+// Asks the user's on_firewall about a packet from an unknown source;
+// nonzero: drop it (also when the stream closed in the callback).
+int
+udx__stream_firewall (udx_stream_t *s, void *socket, const struct sockaddr *from);
+
+// udx_stream_flush: 1 if nothing is outstanding, 0 if on_flush is owed.
+int
+udx__stream_flush_request (udx_stream_t *s);
+
+// Settings behind udx.h's setters (same meaning, UDX_ERR_* codes).
+int
+udx__stream_set_seq (udx_stream_t *s, uint32_t seq);
+
+int
+udx__stream_set_ack (udx_stream_t *s, uint32_t ack);
+
+void
+udx__stream_set_read_limit (udx_stream_t *s, uint64_t bytes);
+
+void
+udx__stream_set_rwnd_max (udx_stream_t *s, uint32_t bytes);
+
+void
+udx__stream_set_keepalive (udx_stream_t *s, uint32_t ms);
+
+void
+udx__stream_set_timeout (udx_stream_t *s, uint32_t ms);
+
+void
+udx__stream_set_trace (udx_stream_t *s, uint32_t interval_ms, udx_stream_trace_cb cb, uint64_t now);
+
+int
+udx__stream_set_ack_policy (udx_stream_t *s, int policy);
+
+// The host keeps one more datagram pointing into the send queue (see
+// udx_host_t.send; udx__stream_unpin lets go of it).
+void
+udx__stream_pin (udx_stream_t *s);
+
+// s is closing: the streams relaying into it close too (status 0).
+void
+udx__stream_end_relays (udx_stream_t *s);
 
 // Closes the stream now with status (no packet is sent).
 void

@@ -197,7 +197,7 @@ udx__socket_queue (udx_socket_t *sock, const struct sockaddr *to, const struct i
     slot->to_len = dlen;
     slot->len = (uint32_t) len;
     slot->pin = pin;
-    pin->tx_pins++;
+    udx__stream_pin(pin);
     udx__tx_commit(sock);
   }
   if (sock->nheld)
@@ -350,9 +350,8 @@ udx__tx_forget_stream (udx_t *udx, udx_stream_t *s) {
       if (slot->pin == s) {
         slot->pin = NULL;
         slot->niov = 0;
-        s->tx_pins--;
+        udx__stream_unpin(s);
       }
     }
   }
-  s->tx_pins = 0;
 }

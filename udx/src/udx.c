@@ -127,6 +127,38 @@ udx__idmap_del (udx_idmap_t *m, uint32_t id) {
   }
 }
 
+// --- engine error codes as udx.h's UV_E* codes
+
+int
+udx__uv_err (int err) {
+  switch (err) {
+    case UDX_ERR_INVAL:
+      return UV_EINVAL;
+    case UDX_ERR_NOMEM:
+      return UV_ENOMEM;
+    case UDX_ERR_NOTCONN:
+      return UV_ENOTCONN;
+    case UDX_ERR_PIPE:
+      return UV_EPIPE;
+    case UDX_ERR_MSGSIZE:
+      return UV_EMSGSIZE;
+    case UDX_ERR_EOF:
+      return UV_EOF;
+    case UDX_ERR_TIMEDOUT:
+      return UV_ETIMEDOUT;
+    case UDX_ERR_CONNRESET:
+      return UV_ECONNRESET;
+    case UDX_ERR_NOSPC:
+      return UV_ENOSPC;
+    case UDX_ERR_NOENT:
+      return UV_ENOENT;
+    case UDX_ERR_BUSY:
+      return UV_EBUSY;
+    default:
+      return err;
+  }
+}
+
 // --- host interface for the engine
 
 static void
@@ -134,16 +166,17 @@ udx__host_send (udx_stream_t *s, const udx_remote_t *to, const struct iovec *iov
   udx_socket_t *sock = to->socket;
   if (sock == NULL || sock->closing || !sock->bound)
     return;
-  udx__socket_queue(sock, (const struct sockaddr *) &to->addr, iov, iovcnt, len, s->fault, queued ? s : NULL);
+  udx__socket_queue(sock, (const struct sockaddr *) &to->addr, iov, iovcnt, len, udx__io(s)->fault, queued ? s : NULL);
 }
 
 static void
 udx__host_closed (udx_stream_t *s) {
-  if (s->closing)
+  udx_io_stream_t *io = udx__io(s);
+  if (io->closing)
     return;
-  s->closing = true;
-  s->next_closing = s->udx->closing_streams;
-  s->udx->closing_streams = s;
+  io->closing = true;
+  io->next_closing = io->udx->closing_streams;
+  io->udx->closing_streams = s;
 }
 
 static void
@@ -153,7 +186,7 @@ udx__host_wake (udx_stream_t *s) {
 
 static void
 udx__host_remote_changed (udx_stream_t *s) {
-  s->remote_changed_owed = true;
+  udx__io(s)->remote_changed_owed = true;
   udx__mark_dirty(s);
 }
 
@@ -166,11 +199,12 @@ const udx_host_t udx__io_host = {
 
 void
 udx__mark_dirty (udx_stream_t *s) {
-  if (s->dirty)
+  udx_io_stream_t *io = udx__io(s);
+  if (io->dirty)
     return;
-  s->dirty = true;
-  s->next_dirty = s->udx->dirty;
-  s->udx->dirty = s;
+  io->dirty = true;
+  io->next_dirty = io->udx->dirty;
+  io->udx->dirty = s;
 }
 
 // --- timers
@@ -181,26 +215,27 @@ udx__stream_rearm (udx_stream_t *s, uint64_t now);
 static void
 udx__on_stream_timer (uv_timer_t *t) {
   udx_stream_t *s = t->data;
-  s->timer_at = UDX_NEVER;
+  udx__io(s)->timer_at = UDX_NEVER;
   udx__stream_timer(s, udx__now());
   udx__mark_dirty(s);
-  udx__settle(s->udx);
+  udx__settle(udx__io(s)->udx);
 }
 
 static void
 udx__stream_rearm (udx_stream_t *s, uint64_t now) {
+  udx_io_stream_t *io = udx__io(s);
   uint64_t at = udx__stream_deadline(s);
-  if (at == s->timer_at)
+  if (at == io->timer_at)
     return;
-  s->timer_at = at;
+  io->timer_at = at;
   if (at == UDX_NEVER) {
-    uv_timer_stop(&s->timer);
+    uv_timer_stop(&io->timer);
     return;
   }
   // libuv timers have millisecond resolution: round up (the engine copes
   // with firing late; pacing accrues tokens for the time passed).
   uint64_t ms = at > now ? (at - now + UDX_US_PER_MS - 1) / UDX_US_PER_MS : 0;
-  uv_timer_start(&s->timer, udx__on_stream_timer, ms, 0);
+  uv_timer_start(&io->timer, udx__on_stream_timer, ms, 0);
 }
 
 // --- closing streams
@@ -208,43 +243,39 @@ udx__stream_rearm (udx_stream_t *s, uint64_t now) {
 static void
 udx__on_stream_timer_closed (uv_handle_t *h) {
   udx_stream_t *s = h->data;
-  udx_t *udx = s->udx;
-  if (s->dirty) {
+  udx_io_stream_t *io = udx__io(s);
+  udx_t *udx = io->udx;
+  if (io->dirty) {
     udx_stream_t **p = &udx->dirty;
     while (*p && *p != s)
-      p = &(*p)->next_dirty;
+      p = &udx__io(*p)->next_dirty;
     if (*p)
-      *p = s->next_dirty;
-    s->dirty = false;
+      *p = io->next_dirty;
+    io->dirty = false;
   }
   if (s->cb.on_finalize)
     s->cb.on_finalize(s);
   udx__tx_forget_stream(udx, s);
   udx__stream_engine_free(s);
-  free(s->fault);
-  free(s);
+  free(io->fault);
+  free(io);
   udx->nstreams--;
 }
 
 static void
 udx__deliver_close (udx_stream_t *s) {
-  udx_t *udx = s->udx;
+  udx_io_stream_t *io = udx__io(s);
+  udx_t *udx = io->udx;
   if (udx__idmap_get(&udx->ids, s->local_id) == s)
     udx__idmap_del(&udx->ids, s->local_id);
 
-  // Streams relaying into this one go too.
-  for (uint32_t i = 0; i < udx->ids.cap; i++) {
-    udx_stream_t *r = udx->ids.slots[i];
-    if (r && r->relay_to == s) {
-      r->relay_to = NULL;
-      udx__stream_close(r, 0);
-    }
-  }
+  // Streams relaying into this one go too (its list: no table scan).
+  udx__stream_end_relays(s);
 
-  uv_timer_stop(&s->timer);
+  uv_timer_stop(&io->timer);
   if (s->cb.on_close)
-    s->cb.on_close(s, s->close_status);
-  uv_close((uv_handle_t *) &s->timer, udx__on_stream_timer_closed);
+    s->cb.on_close(s, udx__uv_err(s->close_status));
+  uv_close((uv_handle_t *) &io->timer, udx__on_stream_timer_closed);
 }
 
 // --- settle: the end of every io callback
@@ -259,13 +290,14 @@ udx__settle (udx_t *udx) {
   for (int round = 0; round < 16 && (udx->dirty || udx->closing_streams); round++) {
     while (udx->dirty) {
       udx_stream_t *s = udx->dirty;
-      udx->dirty = s->next_dirty;
-      s->dirty = false;
+      udx_io_stream_t *io = udx__io(s);
+      udx->dirty = io->next_dirty;
+      io->dirty = false;
       if (udx__stream_dead(s))
         continue;
       udx__stream_flush(s, now);
-      if (s->remote_changed_owed && !udx__stream_dead(s)) {
-        s->remote_changed_owed = false;
+      if (io->remote_changed_owed && !udx__stream_dead(s)) {
+        io->remote_changed_owed = false;
         if (s->cb.on_remote_changed)
           s->cb.on_remote_changed(s);
       }
@@ -274,7 +306,7 @@ udx__settle (udx_t *udx) {
     }
     while (udx->closing_streams) {
       udx_stream_t *s = udx->closing_streams;
-      udx->closing_streams = s->next_closing;
+      udx->closing_streams = udx__io(s)->next_closing;
       udx__deliver_close(s);
     }
   }
@@ -390,6 +422,17 @@ udx_set_fault (udx_t *udx, const udx_fault_t *fault) {
     return 0;
   udx->fault = udx__fault_new(fault, udx__now());
   return udx->fault ? 0 : UV_ENOMEM;
+}
+
+int
+udx_stream_lookup (udx_t *udx, uint32_t local_id, udx_stream_t **out) {
+  if (udx == NULL || out == NULL)
+    return UV_EINVAL;
+  udx_stream_t *s = udx__idmap_get(&udx->ids, local_id);
+  if (s == NULL || udx__stream_dead(s))
+    return UV_ENOENT;
+  *out = s;
+  return 0;
 }
 
 const char *

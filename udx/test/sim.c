@@ -216,17 +216,17 @@ sim_flush_pending (sim_t *sim) {
 
 static void
 sim_host_closed (udx_stream_t *s) {
-  s->closing = true;
+  sim_app(s)->closing = true;
 }
 
 static void
 sim_host_wake (udx_stream_t *s) {
-  s->dirty = true;
+  sim_app(s)->dirty = true;
 }
 
 static void
 sim_host_remote_changed (udx_stream_t *s) {
-  s->remote_changed_owed = true;
+  sim_app(s)->remote_changed_owed = true;
 }
 
 static const udx_host_t sim_host = {
@@ -255,7 +255,7 @@ sim_app_drain_reader (udx_stream_t *s) {
       a->read += (uint64_t) n;
       continue;
     }
-    if (n == UV_EOF)
+    if (n == UDX_ERR_EOF)
       a->eof = true;
     break;
   }
@@ -403,12 +403,10 @@ sim_stream (sim_t *sim, int node, uint32_t local_id) {
 void
 sim_connect_ex (sim_t *sim, udx_stream_t *s, uint32_t remote_id, int link_mtu, bool ipv6) {
   int node = sim_app(s)->node;
-  s->remote[0].socket = sim_port(sim, node);
-  s->remote[0].id = remote_id;
-  s->remote[0].ipv6 = ipv6;
+  udx_remote_t to = {.socket = sim_port(sim, node), .id = remote_id, .ipv6 = ipv6};
   if (!sim->no_path)
     udx__path_set(s, &sim->path[node]);
-  udx__stream_engine_connect(s, link_mtu, sim->now);
+  udx__stream_engine_connect(s, &to, link_mtu, sim->now);
 }
 
 void
@@ -419,11 +417,8 @@ sim_connect (sim_t *sim, udx_stream_t *s, uint32_t remote_id) {
 void
 sim_change_remote (sim_t *sim, udx_stream_t *s, uint32_t remote_id) {
   int node = sim_app(s)->node;
-  udx_remote_t *r = &s->remote[1 - s->cur_remote];
-  r->socket = sim_port(sim, node);
-  r->id = remote_id;
-  r->ipv6 = false;
-  udx__stream_engine_change_remote(s, 1500, sim->now);
+  udx_remote_t to = {.socket = sim_port(sim, node), .id = remote_id, .ipv6 = false};
+  udx__stream_engine_change_remote(s, &to, 1500, sim->now);
 }
 
 static udx_stream_t *
@@ -458,17 +453,17 @@ sim_settle (sim_t *sim) {
     for (int i = 0; i < sim->nstreams[n]; i++) {
       udx_stream_t *s = sim->streams[n][i];
       sim_app_t *a = sim_app(s);
-      if (s->dirty) {
-        s->dirty = false;
+      if (a->dirty) {
+        a->dirty = false;
         udx__stream_flush(s, sim->now);
       }
-      if (s->remote_changed_owed && !udx__stream_dead(s)) {
-        s->remote_changed_owed = false;
+      if (a->remote_changed_owed && !udx__stream_dead(s)) {
+        a->remote_changed_owed = false;
         if (s->cb.on_remote_changed)
           s->cb.on_remote_changed(s);
       }
-      if (s->closing && !s->finalizing) {
-        s->finalizing = true;
+      if (a->closing && !a->finalizing) {
+        a->finalizing = true;
         if (s->cb.on_close)
           s->cb.on_close(s, s->close_status);
         if (s->cb.on_finalize)

@@ -73,6 +73,11 @@ typedef struct sim_app_s {
   int close_status;
   int finalized;
   int remote_changed;
+  // host state (what the io layer keeps in udx_io_stream_t)
+  bool dirty;
+  bool closing;
+  bool finalizing;
+  bool remote_changed_owed;
 } sim_app_t;
 
 struct sim_s {

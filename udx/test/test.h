@@ -2,7 +2,9 @@
 #define UDX_TEST_H
 
 // Minimal test runner: each executable holds named cases; ctest runs one case
-// per entry (`exe case`), or all of them without an argument.
+// per entry (`exe case`), or all of them without an argument. `exe --list`
+// prints the names: CMake registers the ctest cases from it
+// (cmake/ListedCases.cmake), so a case is added by adding it to cases[].
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,11 @@ typedef struct {
 
 static inline int
 test_main (int argc, char **argv, const test_case_t *cases) {
+  if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+    for (const test_case_t *c = cases; c->name; c++)
+      printf("%s\n", c->name);
+    return 0;
+  }
   int ran = 0;
   for (const test_case_t *c = cases; c->name; c++) {
     if (argc > 1 && strcmp(argv[1], c->name) != 0)

@@ -145,7 +145,7 @@ test_destroy_old_seq (void) {
   udx__wire_header(pkt, UDX_HEADER_DESTROY, 0, 2, 0, nxt, 0);
   sim_inject(&sim, 1, pkt, 20);
   sim_advance(&sim, 1000);
-  CHECK_EQ(sim_app(p.b)->close_status, UV_ECONNRESET);
+  CHECK_EQ(sim_app(p.b)->close_status, UDX_ERR_CONNRESET);
   sim_destroy(&sim);
 }
 

@@ -3,6 +3,7 @@
 // fault injection, trace samples.
 
 #include "../src/io.h"
+#include "../src/wire.h"
 #include "io_helpers.h"
 
 static uint64_t
@@ -382,6 +383,110 @@ test_reentrant_callbacks (void) {
   env_close(&e);
 }
 
+// An off-path sender (socket X) forges packets for b, a stream connected to
+// a: a DESTROY must not reset b, DATA at the next sequence must not replace
+// a's bytes (issue 13). Both are dropped and counted as wrong_source.
+static void
+spoof_send (udx_socket_t *from, udx_socket_t *to, uint8_t type, uint32_t id, uint32_t seq, const char *payload) {
+  uint8_t pkt[UDX_HEADER_SIZE + 64];
+  size_t n = payload ? strlen(payload) : 0;
+  udx__wire_header(pkt, type, 0, id, 1 << 20, seq, 0);
+  memcpy(pkt + UDX_HEADER_SIZE, payload ? payload : "", n);
+  struct sockaddr_storage dst;
+  io_addr("127.0.0.1", io_port(to), &dst);
+  CHECK(udx_socket_send(from, pkt, UDX_HEADER_SIZE + n, (struct sockaddr *) &dst, 0) == 0);
+}
+
+// Runs the loop until the socket counted n wrong-source datagrams (or ~10 s).
+static bool
+run_until_wrong_source (env_t *e, udx_socket_t *sock, uint64_t n) {
+  for (int i = 0; i < 2000 && udx_socket_stats(sock)->wrong_source < n; i++) {
+    int never = 0;
+    io_run_until(&e->loop, &never, 1, 5);
+  }
+  return udx_socket_stats(sock)->wrong_source >= n;
+}
+
+static void
+test_spoofed_destroy (void) {
+  env_t e;
+  env_init(&e, 3);
+  udx_socket_t *A = e.socks[0], *B = e.socks[1], *X = e.socks[2];
+  int done = 0;
+  io_app_t aa = {.seed = 7, .to_write = 200000, .end_after = true, .read_seed = 8, .done_counter = &done};
+  io_app_t ab = {.seed = 8, .to_write = 1000, .end_after = true, .read_seed = 7, .done_counter = &done};
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
+  io_connect(a, A, 2, B, "127.0.0.1");
+  io_connect(b, B, 1, A, "127.0.0.1");
+  // a DESTROY at every sequence b could accept (seq >= rcv_nxt)
+  for (uint32_t seq = 0; seq < 4; seq++)
+    spoof_send(X, B, UDX_HEADER_DESTROY, 2, udx_stream_get_ack(b) + seq, NULL);
+  bool counted = run_until_wrong_source(&e, B, 4);
+  CHECK_EQ(ab.closed, 0); // without the check: closed with UV_ECONNRESET
+  CHECK(counted);
+  io_pump(a);
+  io_pump(b);
+  CHECK(io_run_until(&e.loop, &done, 2, 20000));
+  CHECK_EQ(ab.close_status, 0);
+  CHECK_EQ(aa.close_status, 0);
+  CHECK_EQ(ab.read, 200000);
+  CHECK(ab.hash == expect_hash(7, 200000));
+  CHECK_EQ(udx_socket_stats(B)->wrong_source, 4);
+  env_close(&e);
+}
+
+static void
+test_spoofed_data (void) {
+  env_t e;
+  env_init(&e, 3);
+  udx_socket_t *A = e.socks[0], *B = e.socks[1], *X = e.socks[2];
+  int done = 0;
+  io_app_t aa = {.seed = 9, .to_write = 100000, .end_after = true, .read_seed = 10, .done_counter = &done};
+  io_app_t ab = {.seed = 10, .to_write = 1000, .end_after = true, .read_seed = 9, .done_counter = &done};
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
+  io_connect(a, A, 2, B, "127.0.0.1");
+  io_connect(b, B, 1, A, "127.0.0.1");
+  // forged bytes at the sequence a's first packet will use: b's reader
+  // (io_drain_reader) exits on the first byte that is not a's
+  uint32_t seq = udx_stream_get_ack(b);
+  spoof_send(X, B, UDX_HEADER_DATA, 2, seq, "forged bytes, not a's");
+  spoof_send(X, B, UDX_HEADER_DATA | UDX_HEADER_END, 2, seq + 1, "and an END");
+  CHECK(run_until_wrong_source(&e, B, 2));
+  CHECK_EQ(udx_stream_readable_bytes(b), 0);
+  io_pump(a);
+  io_pump(b);
+  CHECK(io_run_until(&e.loop, &done, 2, 20000));
+  CHECK_EQ(ab.read, 100000);
+  CHECK(ab.hash == expect_hash(9, 100000));
+  CHECK_EQ(ab.close_status, 0);
+  env_close(&e);
+}
+
+// With migration allowed, packets from another address reach the stream
+// again (the behaviour before the address check).
+static void
+test_migration_allowed (void) {
+  env_t e;
+  env_init(&e, 3);
+  udx_socket_t *A = e.socks[0], *B = e.socks[1], *X = e.socks[2];
+  int done = 0;
+  io_app_t aa = {.done_counter = &done}, ab = {.done_counter = &done};
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
+  io_connect(a, A, 2, B, "127.0.0.1");
+  io_connect(b, B, 1, A, "127.0.0.1");
+  CHECK_EQ(udx_stream_set_migration(b, 1), 0);
+  spoof_send(X, B, UDX_HEADER_DESTROY, 2, udx_stream_get_ack(b), NULL);
+  CHECK(io_run_until(&e.loop, &ab.closed, 1, 5000));
+  CHECK_EQ(ab.close_status, UV_ECONNRESET);
+  CHECK_EQ(udx_socket_stats(B)->wrong_source, 0);
+  udx_stream_destroy(a);
+  CHECK(io_run_until(&e.loop, &done, 2, 5000));
+  env_close(&e);
+}
+
 static const test_case_t cases[] = {
     {"reentrant_callbacks", test_reentrant_callbacks},
     {"relay", test_relay},
@@ -391,6 +496,9 @@ static const test_case_t cases[] = {
     {"message_destroy_flush", test_message_destroy_flush},
     {"keepalive", test_keepalive},
     {"faults_and_trace", test_faults_and_trace},
+    {"spoofed_destroy", test_spoofed_destroy},
+    {"spoofed_data", test_spoofed_data},
+    {"migration_allowed", test_migration_allowed},
     {NULL, NULL},
 };
 

@@ -56,8 +56,8 @@ test_rate (void) {
   pairs_t p;
   pairs(&sim, &p, 1);
   udx_limiter_t *l;
-  CHECK_EQ(udx_limiter_init(&l, 1 * MB, 0), 0);
-  CHECK_EQ(udx_limiter_add(l, p.a[0], 1), 0);
+  CHECK_EQ(udx__limiter_init(&l, 1 * MB, 0), 0);
+  CHECK_EQ(udx__limiter_add(l, p.a[0], 1), 0);
   send_bytes(&p, 0, 50 * MB);
   sim_advance(&sim, 4 * UDX_US_PER_S);
   // 4 s at 1 MB/s, plus the first burst
@@ -71,14 +71,14 @@ test_rate (void) {
 
   // a new rate takes effect at once
   uint64_t before = got(&p, 0);
-  CHECK_EQ(udx_limiter_set_rate(l, 3 * MB, 0), 0);
+  CHECK_EQ(udx__limiter_set_rate(l, 3 * MB, 0), 0);
   sim_advance(&sim, 2 * UDX_US_PER_S);
   check_near("bytes in 2 s at 3 MB/s", (double) (got(&p, 0) - before), 6.0 * MB, 0.1);
 
   // removed: no limit
   before = got(&p, 0);
-  CHECK_EQ(udx_limiter_remove(l, p.a[0]), 0);
-  CHECK_EQ(udx_limiter_remove(l, p.a[0]), UV_ENOENT);
+  CHECK_EQ(udx__limiter_remove(l, p.a[0]), 0);
+  CHECK_EQ(udx__limiter_remove(l, p.a[0]), UDX_ERR_NOENT);
   sim_advance(&sim, 1 * UDX_US_PER_S);
   CHECK(got(&p, 0) - before > 10 * MB);
   udx_limiter_release(l);
@@ -92,9 +92,9 @@ test_weights (void) {
   pairs_t p;
   pairs(&sim, &p, 2);
   udx_limiter_t *l;
-  CHECK_EQ(udx_limiter_init(&l, 4 * MB, 0), 0);
-  CHECK_EQ(udx_limiter_add(l, p.a[0], 3), 0);
-  CHECK_EQ(udx_limiter_add(l, p.a[1], 1), 0);
+  CHECK_EQ(udx__limiter_init(&l, 4 * MB, 0), 0);
+  CHECK_EQ(udx__limiter_add(l, p.a[0], 3), 0);
+  CHECK_EQ(udx__limiter_add(l, p.a[1], 1), 0);
   send_bytes(&p, 0, 100 * MB);
   send_bytes(&p, 1, 100 * MB);
   sim_advance(&sim, 5 * UDX_US_PER_S);
@@ -114,9 +114,9 @@ test_idle_share (void) {
   pairs_t p;
   pairs(&sim, &p, 2);
   udx_limiter_t *l;
-  CHECK_EQ(udx_limiter_init(&l, 2 * MB, 0), 0);
-  CHECK_EQ(udx_limiter_add(l, p.a[0], 1), 0);
-  CHECK_EQ(udx_limiter_add(l, p.a[1], 1), 0);
+  CHECK_EQ(udx__limiter_init(&l, 2 * MB, 0), 0);
+  CHECK_EQ(udx__limiter_add(l, p.a[0], 1), 0);
+  CHECK_EQ(udx__limiter_add(l, p.a[1], 1), 0);
   send_bytes(&p, 0, 1 * MB);
   send_bytes(&p, 1, 100 * MB);
   sim_advance(&sim, 6 * UDX_US_PER_S);
@@ -139,11 +139,11 @@ test_nested (void) {
   pairs_t p;
   pairs(&sim, &p, 2);
   udx_limiter_t *own, *shared;
-  CHECK_EQ(udx_limiter_init(&own, 1 * MB, 0), 0);
-  CHECK_EQ(udx_limiter_init(&shared, 4 * MB, 0), 0);
-  CHECK_EQ(udx_limiter_add(own, p.a[0], 1), 0);
-  CHECK_EQ(udx_limiter_add(shared, p.a[0], 1), 0);
-  CHECK_EQ(udx_limiter_add(shared, p.a[1], 1), 0);
+  CHECK_EQ(udx__limiter_init(&own, 1 * MB, 0), 0);
+  CHECK_EQ(udx__limiter_init(&shared, 4 * MB, 0), 0);
+  CHECK_EQ(udx__limiter_add(own, p.a[0], 1), 0);
+  CHECK_EQ(udx__limiter_add(shared, p.a[0], 1), 0);
+  CHECK_EQ(udx__limiter_add(shared, p.a[1], 1), 0);
   send_bytes(&p, 0, 100 * MB);
   send_bytes(&p, 1, 100 * MB);
   sim_advance(&sim, 4 * UDX_US_PER_S);
@@ -166,14 +166,14 @@ test_lifetime (void) {
   pairs(&sim, &p, 1);
   udx_limiter_t *ls[UDX_LIMITS_MAX + 1];
   for (int i = 0; i <= UDX_LIMITS_MAX; i++)
-    CHECK_EQ(udx_limiter_init(&ls[i], 1 * MB, 0), 0);
+    CHECK_EQ(udx__limiter_init(&ls[i], 1 * MB, 0), 0);
   for (int i = 0; i < UDX_LIMITS_MAX; i++)
-    CHECK_EQ(udx_limiter_add(ls[i], p.a[0], 1), 0);
-  CHECK_EQ(udx_limiter_add(ls[UDX_LIMITS_MAX], p.a[0], 1), UV_ENOSPC);
-  CHECK_EQ(udx_limiter_add(ls[0], p.a[0], 0), UV_EINVAL);
-  CHECK_EQ(udx_limiter_add(ls[0], p.a[0], 5), 0); // a new weight
-  CHECK_EQ(udx_limiter_remove(ls[UDX_LIMITS_MAX], p.a[0]), UV_ENOENT);
-  CHECK_EQ(udx_limiter_remove(ls[1], p.a[0]), 0); // from the middle
+    CHECK_EQ(udx__limiter_add(ls[i], p.a[0], 1), 0);
+  CHECK_EQ(udx__limiter_add(ls[UDX_LIMITS_MAX], p.a[0], 1), UDX_ERR_NOSPC);
+  CHECK_EQ(udx__limiter_add(ls[0], p.a[0], 0), UDX_ERR_INVAL);
+  CHECK_EQ(udx__limiter_add(ls[0], p.a[0], 5), 0); // a new weight
+  CHECK_EQ(udx__limiter_remove(ls[UDX_LIMITS_MAX], p.a[0]), UDX_ERR_NOENT);
+  CHECK_EQ(udx__limiter_remove(ls[1], p.a[0]), 0); // from the middle
   for (int i = 0; i <= UDX_LIMITS_MAX; i++)
     udx_limiter_release(ls[i]);
   send_bytes(&p, 0, 2 * MB);
@@ -197,8 +197,8 @@ test_not_binding (void) {
   pairs_t p;
   pairs(&sim, &p, 1);
   udx_limiter_t *l;
-  CHECK_EQ(udx_limiter_init(&l, 2 * MB, 0), 0);
-  CHECK_EQ(udx_limiter_add(l, p.a[0], 1), 0);
+  CHECK_EQ(udx__limiter_init(&l, 2 * MB, 0), 0);
+  CHECK_EQ(udx__limiter_add(l, p.a[0], 1), 0);
   send_bytes(&p, 0, 100 * MB);
   int held = 0;
   for (int i = 0; i < 40; i++) {

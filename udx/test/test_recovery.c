@@ -63,7 +63,7 @@ give_up (uint32_t timeout_ms, uint64_t lo, uint64_t hi) {
   uint64_t t0 = sim.now;
   sim_app_write(p.a, 1, 10, false);
   CHECK(sim_run(&sim, sim_done_closed, p.a, 60 * UDX_US_PER_S));
-  CHECK_EQ(sim_app(p.a)->close_status, UV_ETIMEDOUT);
+  CHECK_EQ(sim_app(p.a)->close_status, UDX_ERR_TIMEDOUT);
   uint64_t took = sim.now - t0;
   CHECK(took >= lo && took <= hi);
   sim_destroy(&sim);
@@ -258,7 +258,7 @@ test_zero_window_dead_peer (void) {
     sim.link[i].blackout_end = UDX_NEVER;
   }
   CHECK(sim_run(&sim, sim_done_closed, p.a, 60 * UDX_US_PER_S));
-  CHECK_EQ(sim_app(p.a)->close_status, UV_ETIMEDOUT);
+  CHECK_EQ(sim_app(p.a)->close_status, UDX_ERR_TIMEDOUT);
   CHECK(sim.now - dead_at <= (uint64_t) (UDX_DEFAULT_TIMEOUT + 1000) * UDX_US_PER_MS);
   sim_destroy(&sim);
 }
@@ -283,7 +283,7 @@ test_slow_reader (void) {
     if (n > 0) {
       rb->hash = test_hash(rb->hash, buf, (size_t) n);
       rb->read += (uint64_t) n;
-    } else if (n == UV_EOF) {
+    } else if (n == UDX_ERR_EOF) {
       rb->eof = true;
     }
   }

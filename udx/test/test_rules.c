@@ -216,7 +216,7 @@ test_end_flag_combined (void) {
   sim_app_expect(p.b, 1, 100);
   sim_app_write(p.a, 1, 100, false);
   CHECK(udx__stream_write(p.a, NULL, 0, true, sim.now) >= 0);
-  CHECK(udx__stream_write(p.a, "x", 1, false, sim.now) == UV_EPIPE);
+  CHECK(udx__stream_write(p.a, "x", 1, false, sim.now) == UDX_ERR_PIPE);
   CHECK(sim_run(&sim, eof_b, &p, UDX_US_PER_S));
   CHECK_EQ(tap.data[0], 1);
   CHECK_EQ(tap.ends[0], 1);
@@ -286,9 +286,9 @@ test_destroy (void) {
   CHECK_EQ(udx__stream_destroy(p.a, sim.now), 0);
   CHECK(sim_run(&sim, both_closed, &p, UDX_US_PER_S));
   CHECK_EQ(sim_app(p.a)->close_status, 0);
-  CHECK_EQ(sim_app(p.b)->close_status, UV_ECONNRESET);
+  CHECK_EQ(sim_app(p.b)->close_status, UDX_ERR_CONNRESET);
   CHECK_EQ(tap.destroys[0], 1);
-  CHECK(udx__stream_write(p.a, "x", 1, false, sim.now) == UV_ENOTCONN);
+  CHECK(udx__stream_write(p.a, "x", 1, false, sim.now) == UDX_ERR_NOTCONN);
   // unconnected: closes without a packet
   udx_stream_t *c = sim_stream(&sim, 0, 5);
   CHECK_EQ(udx__stream_destroy(c, sim.now), 0);
@@ -314,13 +314,13 @@ test_message (void) {
   pair_t p = pair(&sim);
   static uint8_t big[3000];
   CHECK_EQ(udx__stream_send_message(p.a, "hello", 5, sim.now), 0);
-  CHECK_EQ(udx__stream_send_message(p.a, big, UDX_MESSAGE_MAX + 1, sim.now), UV_EMSGSIZE);
+  CHECK_EQ(udx__stream_send_message(p.a, big, UDX_MESSAGE_MAX + 1, sim.now), UDX_ERR_MSGSIZE);
   CHECK_EQ(udx__stream_send_message(p.a, big, UDX_MESSAGE_MAX, sim.now), 0);
   sim_advance(&sim, 100000);
   CHECK_EQ(sim_app(p.b)->messages, 2);
   CHECK_EQ(sim_app(p.b)->message_bytes, 5 + UDX_MESSAGE_MAX);
   udx_stream_t *c = sim_stream(&sim, 0, 5);
-  CHECK_EQ(udx__stream_send_message(c, "x", 1, sim.now), UV_ENOTCONN);
+  CHECK_EQ(udx__stream_send_message(c, "x", 1, sim.now), UDX_ERR_NOTCONN);
 
   // a believes b's window is closed; b's empty MESSAGE opens it (b's ACKs,
   // e.g. the answer to the zero-window probe, are lost).
@@ -379,7 +379,7 @@ test_keepalive (void) {
   sim.link[0].blackout_start = sim.link[1].blackout_start = sim.now;
   sim.link[0].blackout_end = sim.link[1].blackout_end = UDX_NEVER;
   CHECK(sim_run(&sim, sim_done_closed, p.a, 10 * UDX_US_PER_S));
-  CHECK_EQ(sim_app(p.a)->close_status, UV_ETIMEDOUT);
+  CHECK_EQ(sim_app(p.a)->close_status, UDX_ERR_TIMEDOUT);
   CHECK(sim.now - t0 <= 2200000);
   sim_destroy(&sim);
 }

@@ -24,7 +24,7 @@ local M = {}
 ---@return string? code
 function M.bind(host, port, opts) end
 
---- A stream with a local id (0..2^32-1, unique in the process). opts: seq, read_buffer_limit (bytes), rwnd_max, keepalive (ms), timeout (give-up ms), firewall ("accept", "drop"), ack_policy ("each", "batch").
+--- A stream with a local id (0..2^32-1, unique in the process). opts: seq, read_buffer_limit (bytes), rwnd_max, keepalive (ms), timeout (give-up ms), firewall ("accept", "drop"), ack_policy ("each", "batch"), migration (true: accept packets from addresses other than the remote; by default a connected stream drops them).
 ---@param id integer
 ---@param opts? table
 ---@return ludx.udx.Stream? stream

@@ -2,7 +2,9 @@
 #define LUDX_CRYPTO_TEST_H
 
 /* A minimal harness: each program holds named cases; `prog NAME` runs one,
- * `prog` runs all. A failed check prints where and exits non-zero. */
+ * `prog` runs all, `prog --list` prints the names (ctest registers one case
+ * per name, cmake/ListedCases.cmake). A failed check prints where and exits
+ * non-zero. */
 
 #include <stdint.h>
 #include <stdio.h>
@@ -104,6 +106,11 @@ seed_keypair (ludx_keypair_t *kp, uint8_t n) {
 
 static inline int
 test_main (int argc, char **argv, const test_case_t *cases, size_t n) {
+  if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+    for (size_t i = 0; i < n; i++)
+      printf("%s\n", cases[i].name);
+    return 0;
+  }
   if (ludx_crypto_init() < 0)
     return 1;
   int ran = 0;
