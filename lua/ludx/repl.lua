@@ -14,9 +14,7 @@ local M = {}
 
 local PROMPT, CONTINUE = "> ", ">> "
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
+local pack = require("ludx.check").pack
 
 -- Output that keeps the prompt and the line being typed intact.
 local function write(s)
