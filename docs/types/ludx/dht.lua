@@ -191,7 +191,7 @@ function C1:server(handler, opts) end
 ---@return string? code
 function C1:connect(public_key, opts) end
 
---- Ends everything now: the servers stop (no unannounce), every connection made through the node (client and server side, connecting or open) is closed so its tasks end and its reads and writes fail at once, the sockets close, waiters get "NODE_DESTROYED". Idempotent. After it, ludx.run returns once the caller's own tasks end.
+--- Ends everything now: the servers stop (no unannounce), every connection made through the node (client and server side, connecting or open) is closed so its tasks end and its reads and writes fail at once, the sockets close, waiters get "NODE_DESTROYED". Server handler tasks see their connection fail (they are not cancelled). Idempotent. After it, ludx.run returns once the caller's own tasks end.
 ---@return true ok
 function C1:destroy() end
 

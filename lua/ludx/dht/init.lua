@@ -464,17 +464,24 @@ function Node:close(timeout)
   if self.destroyed or self.closing then return true end
   self.closing = true
   if ludx.running() and ludx.current() then
-    local left = 0
-    local done = ludx.waiters()
-    for s in pairs(self.servers) do
-      left = left + 1
-      ludx.spawn("dht node close", function()
-        pcall(s.close, s, { timeout = timeout })
-        left = left - 1
-        if left == 0 then done:wake_all(true) end
-      end)
+    -- whatever goes wrong here (a cancel included), destroy still runs
+    local ok, err = pcall(function()
+      local left = 0
+      local done = ludx.waiters()
+      for s in pairs(self.servers) do
+        left = left + 1
+        ludx.spawn("dht node close", function()
+          pcall(s.close, s, { timeout = timeout })
+          left = left - 1
+          if left == 0 then done:wake_all(true) end
+        end)
+      end
+      if left > 0 then done:wait("dht node close", timeout and timeout + 1000, "close") end
+    end)
+    if not ok then
+      self:destroy()
+      error(err, 0)
     end
-    if left > 0 then done:wait("dht node close", timeout and timeout + 1000, "close") end
   end
   return self:destroy()
 end
