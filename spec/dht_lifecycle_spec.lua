@@ -118,6 +118,33 @@ describe("dht lifecycle", function()
     tn:destroy()
   end, 120000))
 
+  it("destroy wakes every call waiting on the node with NODE_DESTROYED", run(function()
+    local tn = assert(dht.testnet(3, { timeout = 30000 }))
+    local node = assert(tn:create_node())
+    local server = node:server(function() end)
+    local calls = {
+      listen = function() return server:listen(dht.keypair(seed(47)), 600000) end,
+      immutable_get = function() return node:immutable_get(dht.hash("x"), 600000) end,
+      mutable_put = function() return node:mutable_put(dht.keypair(seed(48)), "v", 600000) end,
+      ping = function() return node:ping("127.0.0.1", 9, 600000) end,
+      lookup = function()
+        local q = assert(node:lookup(dht.hash("x"), 600000))
+        for _ in q do end
+        return nil, q:error()
+      end,
+    }
+    local tasks = {}
+    for name, f in pairs(calls) do tasks[name] = ludx.spawn(name, f) end
+    ludx.yield()
+    node:destroy()
+    for name, t in pairs(tasks) do
+      local r, msg, code = t:join()
+      assert.is_nil(r, name)
+      assert.are.same({ name, "node destroyed", "NODE_DESTROYED" }, { name, msg, code })
+    end
+    tn:destroy()
+  end, 120000))
+
   it("close and destroy are idempotent and wake waiters with a code", run(function()
     local tn = assert(dht.testnet(3, { timeout = 30000 }))
     local node = assert(tn:create_node())

@@ -95,6 +95,15 @@ local function await(what, timeout, start)
 end
 M._await = await
 
+-- await on a node: once the node is destroyed, whatever the operation
+-- reported, the answer is NODE_DESTROYED (not a timeout nor "too few nodes").
+local function node_await(node, what, timeout, start)
+  if node.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  local r = pack(await(what, timeout, start))
+  if node.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  return unpack(r, 1, r.n)
+end
+
 --- A new Ed25519 key pair {public_key, secret_key}; seed: 32 bytes.
 function M.keypair(seed)
   if seed ~= nil then check_key(seed, "seed", "keypair") end
@@ -132,7 +141,7 @@ local function results(node, query, timeout)
   query.on_end = function(err)
     self.done = true
     if node.destroyed then
-      self.err = errors.NODE_DESTROYED()
+      self.err = errors.NODE_DESTROYED("node destroyed")
     elseif err and err.code ~= "REQUEST_DESTROYED" then
       self.err = err
     end
@@ -296,7 +305,7 @@ function Node:ping(host, port, timeout)
   check.string(host, "host", "ping")
   check.port(port, "port", "ping", 1)
   timeout = check.timeout(timeout, "ping")
-  return await("dht ping", timeout, function(cb)
+  return node_await(self, "dht ping", timeout, function(cb)
     self.h:ping({ host = host, port = port }, nil, cb, function(err) cb(nil, err) end)
   end)
 end
@@ -357,7 +366,7 @@ function Node:immutable_put(value, opts)
   if type(value) ~= "string" then bad_arg("value", "immutable_put", "string", type(value)) end
   local timeout
   timeout, opts = opts_timeout(opts, "immutable_put")
-  return await("dht immutable_put", timeout, function(cb) self.h:immutable_put(value, opts, cb) end)
+  return node_await(self, "dht immutable_put", timeout, function(cb) self.h:immutable_put(value, opts, cb) end)
 end
 
 --- The value stored under hash (checked), and the reply it came in; nil
@@ -366,7 +375,7 @@ function Node:immutable_get(hash, opts)
   check_key(hash, "hash", "immutable_get")
   local timeout
   timeout, opts = opts_timeout(opts, "immutable_get")
-  local r, msg, code = await("dht immutable_get", timeout, function(cb) self.h:immutable_get(hash, opts, cb) end)
+  local r, msg, code = node_await(self, "dht immutable_get", timeout, function(cb) self.h:immutable_get(hash, opts, cb) end)
   if r == nil then return nil, msg, code end
   return r.value, r
 end
@@ -378,7 +387,7 @@ function Node:mutable_put(keypair, value, opts)
   if type(value) ~= "string" then bad_arg("value", "mutable_put", "string", type(value)) end
   local timeout
   timeout, opts = opts_timeout(opts, "mutable_put")
-  return await("dht mutable_put", timeout, function(cb) self.h:mutable_put(keypair, value, opts, cb) end)
+  return node_await(self, "dht mutable_put", timeout, function(cb) self.h:mutable_put(keypair, value, opts, cb) end)
 end
 
 --- The latest signed value of public_key: {value, seq, signature, from};
@@ -388,7 +397,7 @@ function Node:mutable_get(public_key, opts)
   local timeout
   timeout, opts = opts_timeout(opts, "mutable_get")
   if not ok then return nil, msg, code end
-  return await("dht mutable_get", timeout, function(cb) self.h:mutable_get(public_key, opts, cb) end)
+  return node_await(self, "dht mutable_get", timeout, function(cb) self.h:mutable_get(public_key, opts, cb) end)
 end
 
 --- A server: handler(conn) runs as a task for each connection. Call

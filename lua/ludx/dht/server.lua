@@ -79,6 +79,7 @@ function Server:listen(keypair, timeout)
   local ann = self.announcer
   local r = { require("ludx.dht")._await("dht listen", timeout, function(cb) ann:start(function() cb(true) end) end) }
   if r[1] == nil then return unpack(r) end
+  if self.h.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
   return true
 end
 
