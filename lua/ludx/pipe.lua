@@ -43,15 +43,8 @@ function M.pair(opts)
   return a, b
 end
 
-local function deadline_of(timeout)
-  return timeout and ludx.now() + timeout
-end
-
-local function left(deadline)
-  if not deadline then return nil end
-  local t = deadline - ludx.now()
-  return t > 0 and t or 0
-end
+local check = require "ludx.check"
+local deadline_of, left = check.deadline, check.left
 
 local function take(self, max)
   local chunk = self.chunk

@@ -20,9 +20,7 @@ local M = {}
 
 local PROMPT, CONTINUE = "> ", ">> "
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
+local pack = require("ludx.check").pack
 
 ---------------------------------------------------------------------------
 -- Source rewriting: top-level locals persist

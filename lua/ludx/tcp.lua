@@ -11,9 +11,8 @@ local EV = core.EV
 
 local M = {}
 
-local function bad_arg(name, fname, expected, got)
-  error(string.format("bad argument '%s' to '%s' (%s expected, got %s)", name, fname, expected, got), ludx.user_level())
-end
+local check = require "ludx.check"
+local bad_arg = check.fail
 
 local Conn = {}
 Conn.__index = Conn
@@ -47,7 +46,7 @@ end
 --- Connects to host:port; waits for the connection (timeout in ms).
 function M.connect(host, port, timeout)
   if type(host) ~= "string" then bad_arg("host", "connect", "string", type(host)) end
-  if type(port) ~= "number" then bad_arg("port", "connect", "number", type(port)) end
+  check.port(port, "port", "connect", 1)
   timeout = ludx.check_timeout(timeout, "connect")
   local addrs, msg, code = ludx.lookup(host, nil, timeout)
   if not addrs then return nil, msg, code end
@@ -158,7 +157,7 @@ Server.__index = Server
 --- Listens on host:port (port 0 picks one).
 function M.listen(host, port, opts)
   if type(host) ~= "string" then bad_arg("host", "listen", "string", type(host)) end
-  if type(port) ~= "number" then bad_arg("port", "listen", "number", type(port)) end
+  check.port(port, "port", "listen")
   local s = setmetatable({ waiters = ludx.waiters(), pending = 0 }, Server)
   s.ref = ludx.ref(s)
   local h, msg, code = core.tcp_listen(host, port, s.ref, opts and opts.backlog)

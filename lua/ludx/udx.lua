@@ -35,9 +35,8 @@ local stats_pp = ffi.typeof("const udx_stream_stats_t **")
 
 local BBR_STATES = { [0] = "startup", "drain", "probe_bw", "probe_rtt" }
 
-local function bad_arg(name, fname, expected, got)
-  error(string.format("bad argument '%s' to '%s' (%s expected, got %s)", name, fname, expected, got), ludx.user_level())
-end
+local check = require "ludx.check"
+local bad_arg = check.fail
 
 local function check_id(v, name, fname)
   if type(v) ~= "number" or v < 0 or v > 0xFFFFFFFF or v % 1 ~= 0 then
@@ -108,6 +107,7 @@ end
 --- Sends one raw datagram. ttl is optional (1..255).
 function Socket:send(data, port, host, ttl)
   if type(data) ~= "string" then bad_arg("data", "send", "string", type(data)) end
+  check.port(port, "port", "send", 1)
   if self.closed then return nil, "socket is closed", "EBADF" end
   return self.h:send(data, port, host or "127.0.0.1", ttl)
 end
@@ -243,7 +243,7 @@ end
 function Stream:connect(sock, remote_id, port, host, opts)
   if getmetatable(sock) ~= Socket then bad_arg("sock", "connect", "udx socket", type(sock)) end
   check_id(remote_id, "remote_id", "connect")
-  if type(port) ~= "number" then bad_arg("port", "connect", "number", type(port)) end
+  check.port(port, "port", "connect", 1)
   if host == nil then host = "127.0.0.1" end
   if type(host) ~= "string" then bad_arg("host", "connect", "string", type(host)) end
   if self.closed then return close_error(self) end
@@ -387,6 +387,7 @@ end
 function Stream:change_remote(sock, remote_id, port, host, timeout)
   if getmetatable(sock) ~= Socket then bad_arg("sock", "change_remote", "udx socket", type(sock)) end
   check_id(remote_id, "remote_id", "change_remote")
+  check.port(port, "port", "change_remote", 1)
   timeout = ludx.check_timeout(timeout, "change_remote")
   self.remote_changed = false
   local ok, msg, code = self.h:change_remote(sock.h, remote_id, port, host or "127.0.0.1")
@@ -528,6 +529,11 @@ end)
 ludx.on_event(EV.UDX_TRACE, function(s)
   if s.on_trace then s.on_trace(s) end
 end)
+
+-- destroy() is the immediate end of every object: for both it is close()
+-- (a stream's graceful end is finish()).
+Socket.destroy = Socket.close
+Stream.destroy = Stream.close
 
 M.Stream = Stream
 M.Socket = Socket

@@ -14,7 +14,7 @@
 ---@field FIREWALL table Firewall kinds: UNKNOWN, OPEN, CONSISTENT, RANDOM.
 local M = {}
 
---- A node, bound and bootstrapping. opts: bootstrap (list of "host:port"; default the public network), host ("0.0.0.0"), port (nil: 49737 or the next free one; 0: any), ephemeral, firewalled, keypair (default for listen and connect).
+--- A node, bound and bootstrapping. opts: bootstrap ("host:port" or a list of them; default the public network), host ("0.0.0.0"), port (nil: 49737 or the next free one; 0: any), ephemeral, firewalled, keypair (default for listen and connect).
 ---@param opts? table
 ---@return ludx.dht.Node? node
 ---@return string? err
@@ -47,6 +47,21 @@ function M.keypair(seed) end
 ---@param data string
 ---@return string hash
 function M.hash(data) end
+
+--- The key pair in a key file as `ludx keygen -o FILE` writes it (the secret seed, 64 hex characters; the two lines `ludx keygen` prints are read too). EINVAL when it is not a key file.
+---@param path string
+---@return table? keypair
+---@return string? err
+---@return string? code
+function M.keypair_from_file(path) end
+
+--- Writes a key pair (or a 32-byte seed) as a key file, mode 0600 from its creation; never replaces a file (EEXIST).
+---@param path string
+---@param keypair table|string
+---@return table? keypair
+---@return string? err
+---@return string? code
+function M.keypair_to_file(path, keypair) end
 
 --- A DHT node.
 ---@class ludx.dht.Node
@@ -96,16 +111,20 @@ function C1:nodes(limit) end
 ---@return string? code
 function C1:ping(host, port, timeout) end
 
---- Who announced topic: an iterator over replies {from, to, peers = {{public_key, relay_addresses}}}.
+--- Who announced topic: an iterator over replies {from, to, peers = {{public_key, relay_addresses}}}. A topic that is not 32 bytes: nil, "invalid topic", "EINVAL".
 ---@param topic string
 ---@param opts? table
----@return ludx.dht.Query replies
+---@return ludx.dht.Query? replies
+---@return string? err
+---@return string? code
 function C1:lookup(topic, opts) end
 
---- Where a server with this key is announced.
+--- Where a server with this key is announced. A key that is not 32 bytes or not an Ed25519 point: nil, "invalid public key", "EINVAL" (so for mutable_get and connect).
 ---@param public_key string
 ---@param opts? table
----@return ludx.dht.Query replies
+---@return ludx.dht.Query? replies
+---@return string? err
+---@return string? code
 function C1:find_peer(public_key, opts) end
 
 --- Announces keypair.public_key under topic on the closest nodes. opts.relay_addresses, opts.timeout.
@@ -172,13 +191,14 @@ function C1:server(handler, opts) end
 ---@return string? code
 function C1:connect(public_key, opts) end
 
---- Closes the servers, the socket and everything in flight.
+--- Ends everything now: the servers stop (no unannounce), every connection made through the node (client and server side, connecting or open) is closed so its tasks end and its reads and writes fail at once, the sockets close, waiters get "NODE_DESTROYED". Server handler tasks see their connection fail (they are not cancelled). Idempotent. After it, ludx.run returns once the caller's own tasks end.
 ---@return true ok
 function C1:destroy() end
 
---- As destroy.
+--- The graceful end: the servers unannounce (together, each up to timeout ms, default 10 s), then destroy. Idempotent.
+---@param timeout? number
 ---@return true ok
-function C1:close() end
+function C1:close(timeout) end
 
 --- The callback-style node underneath (ludx.dht.hyperdht).
 ---@return table node
@@ -196,10 +216,14 @@ local C2 = {}
 ---@return string? code
 function C2:listen(keypair, timeout) end
 
---- Stops announcing and refuses new clients (opts.fast skips the unannounce round trip). Open connections stay.
+--- Stops announcing and refuses new clients (opts.fast skips the unannounce round trip; opts.timeout bounds it, default 10000 ms). Open connections stay (node:destroy ends them). Idempotent.
 ---@param opts? table
 ---@return true ok
 function C2:close(opts) end
+
+--- As close without the unannounce round trip.
+---@return true ok
+function C2:destroy() end
 
 --- {public_key, host, port}.
 ---@return table? address
@@ -218,8 +242,13 @@ local C3 = {}
 ---@return string? code
 function C3:create_node(opts) end
 
---- Destroys every node.
+--- Destroys every node (and the connections made through them). Idempotent.
+---@return true ok
 function C3:destroy() end
+
+--- As destroy.
+---@return true ok
+function C3:close() end
 
 --- Query replies: call it (or :next()) in a for loop.
 ---@class ludx.dht.Query

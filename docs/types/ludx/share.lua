@@ -65,4 +65,8 @@ local C1 = {}
 ---@return true ok
 function C1:close(opts) end
 
+--- As close without the unannounce round trip.
+---@return true ok
+function C1:destroy() end
+
 return M

@@ -65,9 +65,13 @@ function C1:send(data, port, host, ttl) end
 ---@return string? family
 function C1:recv(timeout) end
 
---- Closes now, or once the streams using it are gone.
+--- Closes now, or once the streams using it are gone. Idempotent; waiting recv gets "EBADF".
 ---@return boolean ok
 function C1:close() end
+
+--- As close (a socket has no graceful end).
+---@return boolean ok
+function C1:destroy() end
 
 --- Counters: bytes and packets each way, batches, malformed, send errors by kind.
 ---@return table stats
@@ -129,9 +133,13 @@ function C2:finish(timeout) end
 ---@return string? code
 function C2:flush(timeout) end
 
---- Abortive close: the remote sees ECONNRESET.
+--- Abortive close: the remote sees ECONNRESET. Idempotent; waiting readers and writers get "ECANCELED". The graceful end is finish().
 ---@return true ok
 function C2:close() end
+
+--- As close.
+---@return true ok
+function C2:destroy() end
 
 --- One MESSAGE datagram: unreliable, unordered, at most 2028 bytes.
 ---@param msg string

@@ -2,9 +2,6 @@
 -- key files, DHT nodes from --bootstrap, waiting for Ctrl-C.
 local ludx = require "ludx"
 local crypto = require "ludx.crypto"
-local ffi = require "ffi"
-
-pcall(ffi.cdef, "int chmod(const char *path, unsigned int mode);")
 
 local M = {}
 
@@ -96,26 +93,18 @@ function M.node(opts, keypair)
   return node
 end
 
---- A key pair from a key file (64 hex characters: the secret seed), or a
--- new random one when path is nil.
+--- A key pair from a key file (ludx.dht.keypair_from_file), or a new
+-- random one when path is nil.
 function M.keypair(path)
   if not path then return crypto.keypair() end
-  local f, msg = io.open(path, "rb")
-  if not f then return nil, msg end
-  local s = f:read("*a") or ""
-  f:close()
-  local hex = s:match("^%s*(%x+)%s*$")
-  if not hex or #hex ~= 64 then return nil, path .. ": not a key file (64 hex characters expected)" end
-  return crypto.keypair(crypto.unhex(hex))
+  return require("ludx.keyfile").read(path)
 end
 
---- Writes a seed as a key file readable by its owner only.
+--- Writes a seed as a key file, mode 0600 from its creation, never over
+-- an existing file (ludx.dht.keypair_to_file).
 function M.write_key(path, seed)
-  local f, msg = io.open(path, "wb")
-  if not f then return nil, msg end
-  pcall(function() ffi.C.chmod(path, tonumber("600", 8)) end)
-  f:write(crypto.hex(seed), "\n")
-  f:close()
+  local kp, msg = require("ludx.keyfile").write(path, seed)
+  if not kp then return nil, path .. ": " .. msg end
   return true
 end
 

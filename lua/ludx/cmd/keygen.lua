@@ -9,8 +9,8 @@ usage: ludx keygen [-o FILE]
 Makes an Ed25519 key pair. Without -o it prints two lines, "public HEX" and
 "secret HEX" (the 32-byte seed the pair derives from). With -o FILE it
 writes the seed to FILE, readable by you only, and prints the public key
-(64 hex characters) on a line of its own. `ludx share --key FILE` and
-`ludx dht announce --key FILE` use the file.
+(64 hex characters) on a line of its own. `ludx share --key FILE`,
+`ludx dht announce --key FILE` and ludx.dht.keypair_from_file(FILE) read it.
 
 options:
   -o, --output FILE  write the secret seed to FILE (refuses to overwrite)
@@ -29,7 +29,12 @@ function M.main(args)
   local seed = crypto.randombytes(32)
   local kp = crypto.keypair(seed)
   if opts.output then
-    if io.open(opts.output, "rb") then return common.fail("keygen", opts.output .. " exists; not overwriting it") end
+    local f = io.open(opts.output, "rb")
+    if f then
+      f:close()
+      return common.fail("keygen", opts.output .. " exists; not overwriting it")
+    end
+    -- created 0600 with O_EXCL (ludx.keyfile): a file made since is not replaced
     local ok, msg = common.write_key(opts.output, seed)
     if not ok then return common.fail("keygen", msg) end
     io.stdout:write(crypto.hex(kp.public_key), "\n")

@@ -138,6 +138,7 @@ function M.connect(node, public_key, opts, timeout)
 
   local stream, sid = server_mod.new_stream()
   if not stream then return nil, "no free UDX stream id", "EBUSY" end
+  node:_own(stream) -- node:destroy() ends a connect in flight
   local res, msg, code = await("dht connect", left(), function(cb)
     handshake(h, target, public_key, keypair, opts, sid, cb)
   end)

@@ -18,11 +18,10 @@ local M = {}
 
 local blake2b, blake2b_batch = C.blake2b, C.blake2b_batch
 
+local check = require "ludx.check"
+
 local function check_str(v, name, fname, len)
-  if type(v) ~= "string" or (len and #v ~= len) then
-    error(string.format("bad argument '%s' to '%s' (%s expected, got %s)", name, fname,
-      len and (len .. "-byte string") or "string", type(v) == "string" and (#v .. " bytes") or type(v)), 3)
-  end
+  if len then check.bytes(v, len, name, fname) else check.string(v, name, fname) end
 end
 
 function M.hash(msg, key)
@@ -79,6 +78,18 @@ local PEER_HANDSHAKE = C.ns("hyperswarm/dht", 0)
 -- The initiator passes the server's public key.
 function M.noise_ik(initiator, keypair, remote_public_key)
   return C.noise("IK", initiator, keypair, PEER_HANDSHAKE, remote_public_key)
+end
+
+-- A fixed local key: DH with it is the check the Noise handshake makes on a
+-- remote static key (an Ed25519 point that maps to Curve25519, not of
+-- small order).
+local probe_sk = nil
+
+--- True when pk is 32 bytes and a usable Ed25519 public key.
+function M.valid_public_key(pk)
+  if type(pk) ~= "string" or #pk ~= 32 then return false end
+  probe_sk = probe_sk or select(2, C.keypair(string.rep("\0", 32)))
+  return C.dh(probe_sk, pk) ~= nil
 end
 
 M.holepunch_secret = C.holepunch_secret

@@ -14,6 +14,7 @@
 --
 --   dht.new(opts) / dht.bootstrapper(port, host) / dht.testnet(n, opts)
 --   dht.keypair([seed]), dht.hash(data)
+--   dht.keypair_from_file(path), dht.keypair_to_file(path, kp)
 --   node:ready() node:address() node:remote_address() node:id()
 --   node:lookup(topic) node:find_peer(pk)        -> iterators (q.err, q:close())
 --   node:announce(topic, kp, {relay_addresses}) node:unannounce(topic, kp)
@@ -39,14 +40,11 @@ M.FIREWALL = consts.FIREWALL
 M.BOOTSTRAP = consts.BOOTSTRAP_NODES
 M.DEFAULT_PORT = consts.DEFAULT_PORT
 
-local function bad_arg(name, fname, expected, got)
-  error(string.format("bad argument '%s' to '%s' (%s expected, got %s)", name, fname, expected, got), ludx.user_level())
-end
+local check = require "ludx.check"
+local bad_arg, pack = check.fail, check.pack
 
 local function check_key(v, name, fname)
-  if type(v) ~= "string" or #v ~= 32 then
-    bad_arg(name, fname, "32-byte string", type(v) == "string" and (#v .. " bytes") or type(v))
-  end
+  check.bytes(v, 32, name, fname)
 end
 
 local function check_keypair(kp, name, fname)
@@ -54,16 +52,28 @@ local function check_keypair(kp, name, fname)
     bad_arg(name, fname, "key pair {public_key (32 bytes), secret_key (64 bytes)}", type(kp))
   end
 end
+M._check_keypair = check_keypair
 
-local function opts_timeout(opts, fname)
-  if type(opts) == "number" then return ludx.check_timeout(opts, fname), {} end
-  if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", fname, "table or timeout", type(opts)) end
-  opts = opts or {}
-  return ludx.check_timeout(opts.timeout, fname), opts
+-- A remote public key (or topic used as one) that is not a valid Ed25519
+-- point cannot be reached: it fails at once instead of as a remote error.
+local function public_key_ok(pk, name, fname)
+  check.string(pk, name, fname)
+  if not crypto.valid_public_key(pk) then return nil, "invalid public key", "EINVAL" end
+  return true
 end
 
-local function pack(...)
-  return { n = select("#", ...), ... }
+-- A topic is any 32 bytes (a hash); another length fails the same way.
+local function topic_ok(topic, name, fname)
+  check.string(topic, name, fname)
+  if #topic ~= 32 then return nil, "invalid topic", "EINVAL" end
+  return true
+end
+
+local function opts_timeout(opts, fname)
+  if type(opts) == "number" then return check.timeout(opts, fname), {} end
+  if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", fname, "table or timeout", type(opts)) end
+  opts = opts or {}
+  return check.timeout(opts.timeout, fname, "opts.timeout"), opts
 end
 
 --- Starts a callback-style operation and waits for its callback.
@@ -75,10 +85,31 @@ local function await(what, timeout, start)
 end
 M._await = await
 
+-- await on a node: once the node is destroyed, whatever the operation
+-- reported, the answer is NODE_DESTROYED (not a timeout nor "too few nodes").
+local function node_await(node, what, timeout, start)
+  if node.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  local r = pack(await(what, timeout, start))
+  if node.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  return unpack(r, 1, r.n)
+end
+
 --- A new Ed25519 key pair {public_key, secret_key}; seed: 32 bytes.
 function M.keypair(seed)
   if seed ~= nil then check_key(seed, "seed", "keypair") end
   return crypto.keypair(seed)
+end
+
+--- The key pair in a key file (`ludx keygen -o FILE`: the secret seed as
+-- 64 hex characters); nil, msg, code (ENOENT, EINVAL, ...).
+function M.keypair_from_file(path)
+  return require("ludx.keyfile").read(path, "keypair_from_file")
+end
+
+--- Writes keypair (or a 32-byte seed) as a key file, mode 0600; never
+-- replaces a file (nil, msg, "EEXIST"). Returns the key pair.
+function M.keypair_to_file(path, keypair)
+  return require("ludx.keyfile").write(path, keypair, "keypair_to_file")
 end
 
 --- BLAKE2b-256, as hyperdht hashes keys into targets.
@@ -94,23 +125,26 @@ end
 local Results = {}
 Results.__index = Results
 
-local function results(query, timeout)
-  local self = setmetatable({ queue = ludx.queue(), query = query, timeout = timeout, err = nil, done = false }, Results)
+local function results(node, query, timeout)
+  local self = setmetatable({ queue = ludx.queue(), query = query, timeout = timeout, done = false }, Results)
   query.on_data = function(d) self.queue:put(d) end
   query.on_end = function(err)
     self.done = true
-    if err and err.code ~= "REQUEST_DESTROYED" then self.err = err end
+    if node.destroyed then
+      self.err = errors.NODE_DESTROYED("node destroyed")
+    elseif err and err.code ~= "REQUEST_DESTROYED" then
+      self.err = err
+    end
     self.queue:close()
   end
-  self.deadline = timeout and (ludx.now() + timeout) or nil
+  self.deadline = check.deadline(timeout)
   query:start()
   return self
 end
 
 --- The next reply, or nil at the end (then q.err / q:error() tell why).
 function Results:next()
-  local t = self.deadline and math.max(0, self.deadline - ludx.now()) or nil
-  local v, msg, code = self.queue:get(t)
+  local v, _, code = self.queue:get(check.left(self.deadline))
   if v == nil and code == "ETIMEDOUT" then
     self.query:destroy()
     self.err = errors.REQUEST_TIMEOUT("query timed out")
@@ -183,19 +217,44 @@ M.Node = Node
 -- max_size / max_age (storage limits), max_requests /
 -- max_requests_per_source (the request-flood cap, see ludx.dht.io), env /
 -- transport (for simulation).
+local new_node
+
 function M.new(opts)
-  if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", "new", "table", type(opts)) end
+  return new_node(opts, "dht.new")
+end
+
+-- "host:port" or a list of them (or of {host=, port=}), as io.lua takes.
+local function check_bootstrap(b, fname)
+  if type(b) == "string" then b = { b } end
+  if type(b) ~= "table" then bad_arg("opts.bootstrap", fname, "\"host:port\" or a list of them", type(b)) end
+  for i, a in ipairs(b) do
+    local ok = (type(a) == "string" and a:match("^.+:%d+$"))
+      or (type(a) == "table" and type(a.host) == "string" and type(a.port) == "number")
+    if not ok then
+      bad_arg("opts.bootstrap[" .. i .. "]", fname, "\"host:port\"", type(a) == "string" and a or type(a))
+    end
+  end
+  return b
+end
+
+new_node = function(opts, fname)
+  if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", fname, "table", type(opts)) end
   opts = opts or {}
-  if opts.keypair ~= nil then check_keypair(opts.keypair, "opts.keypair", "new") end
+  if opts.keypair ~= nil then check_keypair(opts.keypair, "opts.keypair", fname) end
+  if opts.port ~= nil then check.port(opts.port, "opts.port", fname) end
+  check.string(opts.host, "opts.host", fname, true)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
+  if o.bootstrap ~= nil then o.bootstrap = check_bootstrap(o.bootstrap, fname) end
   o.env = opts.env or denv.env
   o.transport = opts.transport or denv.transport
   if o.bootstrap == nil then o.bootstrap = consts.BOOTSTRAP_NODES end
   if o.port == nil then o.port = consts.DEFAULT_PORT end
   local ok, h = pcall(opts.bootstrapper and hyperdht.bootstrapper or hyperdht.new, o)
-  if not ok then bad_arg("opts", "new", "valid options", tostring(h)) end
-  local self = setmetatable({ h = h, keypair = opts.keypair or crypto.keypair(), ready_waiters = ludx.waiters(), servers = {} }, Node)
+  if not ok then bad_arg("opts", fname, "valid options", tostring(h)) end
+  local self = setmetatable({
+    h = h, keypair = opts.keypair or crypto.keypair(), ready_waiters = ludx.waiters(), servers = {},
+    owned = setmetatable({}, { __mode = "k" }) }, Node)
   h:on("ready", function() self.ready_waiters:wake_all(true) end)
   local started, msg, code = h:start()
   if not started then return nil, msg, code end
@@ -206,18 +265,21 @@ end
 
 --- A node that is persistent at once on host:port (bootstrap nodes).
 function M.bootstrapper(port, host, opts)
+  if port ~= nil then check.port(port, "port", "dht.bootstrapper") end
+  check.string(host, "host", "dht.bootstrapper", true)
+  if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", "dht.bootstrapper", "table", type(opts)) end
   local o = {}
   for k, v in pairs(opts or {}) do o[k] = v end
   o.port, o.host, o.bootstrapper = port or 0, host or "127.0.0.1", true
   o.bootstrap = o.bootstrap or {}
-  return M.new(o)
+  return new_node(o, "dht.bootstrapper")
 end
 
 --- Waits until the bootstrap is done.
 function Node:ready(timeout)
-  timeout = ludx.check_timeout(type(timeout) == "table" and timeout.timeout or timeout, "ready")
-  while not self.h.bootstrapped do
-    if self.h.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  timeout = check.timeout(type(timeout) == "table" and timeout.timeout or timeout, "ready")
+  while self.destroyed or not self.h.bootstrapped do
+    if self.destroyed or self.h.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
     local ok, msg, code = self.ready_waiters:wait("dht ready", timeout, "ready")
     if ok == nil and code then return nil, msg, code end
   end
@@ -254,9 +316,10 @@ end
 
 --- Pings host:port; the reply message or nil, msg, code.
 function Node:ping(host, port, timeout)
-  if type(host) ~= "string" then bad_arg("host", "ping", "string", type(host)) end
-  timeout = ludx.check_timeout(timeout, "ping")
-  return await("dht ping", timeout, function(cb)
+  check.string(host, "host", "ping")
+  check.port(port, "port", "ping", 1)
+  timeout = check.timeout(timeout, "ping")
+  return node_await(self, "dht ping", timeout, function(cb)
     self.h:ping({ host = host, port = port }, nil, cb, function(err) cb(nil, err) end)
   end)
 end
@@ -264,42 +327,50 @@ end
 --- LOOKUP replies for a topic: an iterator over {from, to, token, peers =
 -- {{public_key, relay_addresses}}, bump}. opts.timeout bounds it all.
 function Node:lookup(topic, opts)
-  check_key(topic, "topic", "lookup")
+  local ok, msg, code = topic_ok(topic, "topic", "lookup")
   local timeout
   timeout, opts = opts_timeout(opts, "lookup")
-  return results(self.h:lookup(topic, opts), timeout)
+  if not ok then return nil, msg, code end
+  if self.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  return results(self, self.h:lookup(topic, opts), timeout)
 end
 
 --- FIND_PEER replies for a public key: an iterator over {from, peer =
 -- {public_key, relay_addresses}}.
 function Node:find_peer(public_key, opts)
-  check_key(public_key, "public_key", "find_peer")
+  local ok, msg, code = public_key_ok(public_key, "public_key", "find_peer")
   local timeout
   timeout, opts = opts_timeout(opts, "find_peer")
-  return results(self.h:find_peer(public_key, opts), timeout)
+  if not ok then return nil, msg, code end
+  if self.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  return results(self, self.h:find_peer(public_key, opts), timeout)
 end
 
 --- Announces keypair.public_key under topic on the closest nodes.
 -- opts.relay_addresses (up to 3 {host, port}), opts.timeout.
 function Node:announce(topic, keypair, opts)
-  check_key(topic, "topic", "announce")
+  local ok, msg, code = topic_ok(topic, "topic", "announce")
   check_keypair(keypair, "keypair", "announce")
   local timeout
   timeout, opts = opts_timeout(opts, "announce")
-  local q = results(self.h:announce(topic, keypair, opts.relay_addresses or {}, opts), timeout)
-  local _, msg, code = q:collect()
+  if not ok then return nil, msg, code end
+  if self.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  local q = results(self, self.h:announce(topic, keypair, opts.relay_addresses or {}, opts), timeout)
+  msg, code = select(2, q:collect())
   if msg then return nil, msg, code end
   return q:closest_nodes()
 end
 
 --- Removes keypair's announcement under topic.
 function Node:unannounce(topic, keypair, opts)
-  check_key(topic, "topic", "unannounce")
+  local ok, msg, code = topic_ok(topic, "topic", "unannounce")
   check_keypair(keypair, "keypair", "unannounce")
   local timeout
   timeout, opts = opts_timeout(opts, "unannounce")
-  local q = results(self.h:lookup_and_unannounce(topic, keypair, opts), timeout)
-  local _, msg, code = q:collect()
+  if not ok then return nil, msg, code end
+  if self.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  local q = results(self, self.h:lookup_and_unannounce(topic, keypair, opts), timeout)
+  msg, code = select(2, q:collect())
   if msg then return nil, msg, code end
   return true
 end
@@ -309,7 +380,7 @@ function Node:immutable_put(value, opts)
   if type(value) ~= "string" then bad_arg("value", "immutable_put", "string", type(value)) end
   local timeout
   timeout, opts = opts_timeout(opts, "immutable_put")
-  return await("dht immutable_put", timeout, function(cb) self.h:immutable_put(value, opts, cb) end)
+  return node_await(self, "dht immutable_put", timeout, function(cb) self.h:immutable_put(value, opts, cb) end)
 end
 
 --- The value stored under hash (checked), and the reply it came in; nil
@@ -318,7 +389,7 @@ function Node:immutable_get(hash, opts)
   check_key(hash, "hash", "immutable_get")
   local timeout
   timeout, opts = opts_timeout(opts, "immutable_get")
-  local r, msg, code = await("dht immutable_get", timeout, function(cb) self.h:immutable_get(hash, opts, cb) end)
+  local r, msg, code = node_await(self, "dht immutable_get", timeout, function(cb) self.h:immutable_get(hash, opts, cb) end)
   if r == nil then return nil, msg, code end
   return r.value, r
 end
@@ -330,24 +401,30 @@ function Node:mutable_put(keypair, value, opts)
   if type(value) ~= "string" then bad_arg("value", "mutable_put", "string", type(value)) end
   local timeout
   timeout, opts = opts_timeout(opts, "mutable_put")
-  return await("dht mutable_put", timeout, function(cb) self.h:mutable_put(keypair, value, opts, cb) end)
+  return node_await(self, "dht mutable_put", timeout, function(cb) self.h:mutable_put(keypair, value, opts, cb) end)
 end
 
 --- The latest signed value of public_key: {value, seq, signature, from};
 -- nil when none. opts.seq (minimum), opts.latest (false: first valid).
 function Node:mutable_get(public_key, opts)
-  check_key(public_key, "public_key", "mutable_get")
+  local ok, msg, code = public_key_ok(public_key, "public_key", "mutable_get")
   local timeout
   timeout, opts = opts_timeout(opts, "mutable_get")
-  return await("dht mutable_get", timeout, function(cb) self.h:mutable_get(public_key, opts, cb) end)
+  if not ok then return nil, msg, code end
+  return node_await(self, "dht mutable_get", timeout, function(cb) self.h:mutable_get(public_key, opts, cb) end)
 end
 
 --- A server: handler(conn) runs as a task for each connection. Call
 -- server:listen(keypair) to announce it.
 function Node:server(handler, opts)
-  if type(handler) ~= "function" then bad_arg("handler", "server", "function", type(handler)) end
+  check.func(handler, "handler", "server")
+  check.table(opts, "opts", "server", true)
   local server = require "ludx.dht.server"
-  local srv = server.new(self, handler, opts)
+  -- each connection and its handler task belong to the node (destroy ends them)
+  local srv = server.new(self, function(conn)
+    self:_own(conn)
+    return handler(conn)
+  end, opts)
   local mt = getmetatable(srv)
   if mt and not mt.__tostring then mt.__tostring = server_tostring end
   return srv
@@ -356,25 +433,84 @@ end
 --- Connects to the server with public_key: a SecretStream connection.
 -- opts: keypair, timeout, relay_addresses.
 function Node:connect(public_key, opts)
-  check_key(public_key, "public_key", "connect")
+  local ok, msg, code = public_key_ok(public_key, "public_key", "connect")
   local timeout
   timeout, opts = opts_timeout(opts, "connect")
   if opts.keypair ~= nil then check_keypair(opts.keypair, "opts.keypair", "connect") end
+  if not ok then return nil, msg, code end
+  if self.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
   local connect = require "ludx.dht.connect"
-  return connect.connect(self, public_key, opts, timeout)
+  local conn
+  conn, msg, code = connect.connect(self, public_key, opts, timeout)
+  if not conn then
+    if self.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+    return nil, msg, code
+  end
+  self:_own(conn)
+  if self.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  return conn
 end
 
---- Closes the servers, the sockets and everything in flight.
+--- Registers obj (anything with close()) as made through this node:
+-- destroy() closes it. Weak: a connection dropped by everyone goes away.
+-- A node already destroyed closes obj at once.
+function Node:_own(obj)
+  if self.destroyed then
+    pcall(obj.close, obj)
+  else
+    self.owned[obj] = true
+  end
+  return obj
+end
+
+--- Ends everything at once: the servers stop (no unannounce), every
+-- connection made through the node (client and server side, connecting
+-- or open) is closed, so its tasks end and its readers and writers get an
+-- error now; the sockets close; waiters get nil, "node destroyed",
+-- "NODE_DESTROYED". Idempotent.
 function Node:destroy()
   if self.destroyed then return true end
   self.destroyed = true
   ludx.untrack(self)
   for s in pairs(self.servers) do pcall(s.close, s, { fast = true }) end
+  local list = {}
+  for obj in pairs(self.owned) do list[#list + 1] = obj end
+  self.owned = setmetatable({}, { __mode = "k" })
+  for _, obj in ipairs(list) do pcall(obj.close, obj) end
   self.h:destroy()
   self.ready_waiters:wake_all(nil, "node destroyed", "NODE_DESTROYED")
   return true
 end
-Node.close = Node.destroy
+
+--- Ends gracefully, then destroys: the servers unannounce (each waits up
+-- to timeout ms, default 10 s, all at once). Outside a task it is destroy().
+-- Idempotent.
+function Node:close(timeout)
+  timeout = check.timeout(type(timeout) == "table" and timeout.timeout or timeout, "close")
+  if self.destroyed or self.closing then return true end
+  self.closing = true
+  if ludx.running() and ludx.current() then
+    -- whatever goes wrong here (a cancel included), destroy still runs
+    local ok, err = pcall(function()
+      local left = 0
+      local done = ludx.waiters()
+      for s in pairs(self.servers) do
+        left = left + 1
+        ludx.spawn("dht node close", function()
+          pcall(s.close, s, { timeout = timeout })
+          left = left - 1
+          if left == 0 then done:wake_all(true) end
+        end)
+      end
+      if left > 0 then done:wait("dht node close", timeout and timeout + 1000, "close") end
+    end)
+    if not ok then
+      self:destroy()
+      error(err, 0)
+    end
+  end
+  return self:destroy()
+end
 
 --- The underlying callback-style node (ludx.dht.hyperdht).
 function Node:raw()
@@ -439,9 +575,13 @@ function Testnet:create_node(opts)
   return node
 end
 
+--- Destroys every node (and so every connection made through them).
+-- Idempotent.
 function Testnet:destroy()
   for _, node in ipairs(self.nodes) do node:destroy() end
   self.nodes = {}
+  return true
 end
+Testnet.close = Testnet.destroy
 
 return M

@@ -51,6 +51,8 @@ end
 --- Announces the server under H32(keypair.public_key); returns once the
 -- first announce round is done.
 function Server:listen(keypair, timeout)
+  if keypair ~= nil then require("ludx.dht")._check_keypair(keypair, "keypair", "listen") end
+  timeout = ludx.check_timeout(timeout, "listen")
   keypair = keypair or self.node.keypair
   if self.listening then return nil, "Already listening", "ALREADY_LISTENING" end
   if self.h.destroyed then return nil, "Node destroyed", "NODE_DESTROYED" end
@@ -77,6 +79,7 @@ function Server:listen(keypair, timeout)
   local ann = self.announcer
   local r = { require("ludx.dht")._await("dht listen", timeout, function(cb) ann:start(function() cb(true) end) end) }
   if r[1] == nil then return unpack(r) end
+  if self.h.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
   return true
 end
 
@@ -96,11 +99,16 @@ function Server:close(opts)
     if opts and opts.fast then
       ann.stopped = true
     elseif ludx.running() then
-      require("ludx.dht")._await("dht unlisten", 10000, function(cb) ann:stop(function() cb(true) end) end)
+      require("ludx.dht")._await("dht unlisten", opts and opts.timeout or 10000, function(cb) ann:stop(function() cb(true) end) end)
     end
   end
   self.listening = false
   return true
+end
+
+--- close() without the unannounce round trip. Idempotent.
+function Server:destroy()
+  return self:close({ fast = true })
 end
 
 local function new_stream()
@@ -161,7 +169,10 @@ function Server:_add_handshake(noise, client_address, req, direct)
     stream, sid = new_stream()
     if not stream then err = ERROR.ABORTED end
   end
-  if stream then stream:firewall("connect", remote.udx.id) end
+  if stream then
+    stream:firewall("connect", remote.udx.id)
+    self.node:_own(stream) -- node:destroy() ends the handshake task
+  end
 
   local hs = { stream = stream, done = false }
   local hp_id = (not our_remote) and self:_holepunch_id(hs) or 0

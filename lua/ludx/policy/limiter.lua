@@ -18,9 +18,8 @@ local Limiter = {}
 Limiter.__index = Limiter
 M.Limiter = Limiter
 
-local function bad_arg(name, fname, expected, got)
-  error(string.format("bad argument '%s' to '%s' (%s expected, got %s)", name, fname, expected, got), ludx.user_level())
-end
+local check = require "ludx.check"
+local bad_arg = check.fail
 
 function M.check_opts(opts, fname)
   if type(opts) ~= "table" then bad_arg("opts", fname, "table {rate=, burst=}", type(opts)) end

@@ -151,4 +151,9 @@ function Share:close(opts)
   return self.server:close(opts)
 end
 
+--- close() without the unannounce round trip. Idempotent.
+function Share:destroy()
+  return self:close({ fast = true })
+end
+
 return M
