@@ -6,13 +6,11 @@
 -- never keeps tasks that stopped waiting on it.
 local sched = require "ludx.sched"
 
-local select, unpack, setmetatable, pcall, error = select, unpack, setmetatable, pcall, error
+local unpack, setmetatable, pcall, error = unpack, setmetatable, pcall, error
 
 local M = {}
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
+local pack = require("ludx.check").pack
 
 local Waiters = {}
 Waiters.__index = Waiters

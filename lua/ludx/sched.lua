@@ -43,19 +43,18 @@
 local core = require "ludx.core"
 local timers = require "ludx.timers"
 local dispatch = require "ludx.dispatch"
+local check = require "ludx.check"
 
 local coroutine_create, coroutine_resume, coroutine_running, coroutine_yield, coroutine_status =
   coroutine.create, coroutine.resume, coroutine.running, coroutine.yield, coroutine.status
 local traceback = debug.traceback
-local unpack, select, type, tostring, setmetatable, pcall = unpack, select, type, tostring, setmetatable, pcall
+local unpack, type, tostring, setmetatable, pcall = unpack, type, tostring, setmetatable, pcall
 
 local now = core.now
 
 local M = {}
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
+local pack = check.pack
 
 local Task = {}
 Task.__index = Task
@@ -198,20 +197,7 @@ function M.spawn(name, fn, ...)
 end
 
 -- Errors about misuse point at the caller's line, outside ludx's own modules.
-local module_dir = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "\0"
-
-local function user_level()
-  local level = 2
-  while true do
-    local info = debug.getinfo(level + 1, "S")
-    if not info then return 1 end
-    local src = info.source
-    if src:sub(1, 1) ~= "@" or src:sub(2, #module_dir + 1) ~= module_dir then
-      if info.what ~= "C" then return level end
-    end
-    level = level + 1
-  end
-end
+local user_level = check.user_level
 M.user_level = user_level
 
 --- The current task, or a raised error naming fname when the caller is not
@@ -230,11 +216,7 @@ end
 M.check_task = check_task
 
 local function check_timeout(timeout, fname)
-  if timeout == nil then return nil end
-  if type(timeout) ~= "number" or timeout < 0 or timeout ~= timeout then
-    error("bad argument 'timeout' to '" .. fname .. "' (non-negative number of ms expected, got " .. tostring(timeout) .. ")", user_level())
-  end
-  return timeout
+  return check.timeout(timeout, fname)
 end
 M.check_timeout = check_timeout
 

@@ -8,13 +8,11 @@ local core = require "ludx.core"
 local sched = require "ludx.sched"
 local dispatch = require "ludx.dispatch"
 
-local type, pairs, ipairs, pcall, select, unpack, error = type, pairs, ipairs, pcall, select, unpack, error
+local type, pairs, ipairs, pcall, unpack, error = type, pairs, ipairs, pcall, unpack, error
 
 local M = {}
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
+local pack = require("ludx.check").pack
 
 -- the signals a script may wait for (SIGKILL and SIGSTOP cannot be caught)
 local CATCHABLE = {
