@@ -331,7 +331,13 @@ l_socket_address (lua_State *L) {
   return ludx_push_addr(L, (struct sockaddr *) &addr);
 }
 
-// sock:send(data, port, host [, ttl])
+// The largest UDP payload towards an address: 65535 minus the IPv4 (20) and
+// UDP (8) headers; for IPv6 the payload length excludes its own header.
+#define UDP_MAX_PAYLOAD_V4 65507
+#define UDP_MAX_PAYLOAD_V6 65527
+
+// sock:send(data, port, host [, ttl]) -> true | nil, msg, "EMSGSIZE" when
+// the datagram is larger than UDP or the path (don't-fragment) allows.
 static int
 l_socket_send (lua_State *L) {
   lsock_t *s = check_socket(L, 1);
@@ -340,7 +346,16 @@ l_socket_send (lua_State *L) {
   struct sockaddr_storage addr;
   check_addr(L, 4, 3, &addr);
   int ttl = (int) ludx_opt_integer(L, 5, "ttl", 0, 0, 255);
+  size_t max = addr.ss_family == AF_INET6 ? UDP_MAX_PAYLOAD_V6 : UDP_MAX_PAYLOAD_V4;
+  if (len > max)
+    return ludx_push_uv_error(L, UV_EMSGSIZE);
+  // udx sends now and only counts a failed datagram; EMSGSIZE is not a
+  // passing condition of the path but the caller's datagram (too large for
+  // the path MTU), so it is reported (issue 14).
+  uint64_t before = udx_socket_stats(s->sock)->send_err_msgsize;
   int err = udx_socket_send(s->sock, data, len, (struct sockaddr *) &addr, ttl);
+  if (err == 0 && udx_socket_stats(s->sock)->send_err_msgsize != before)
+    err = UV_EMSGSIZE;
   if (err < 0)
     return ludx_push_uv_error(L, err);
   lua_pushboolean(L, 1);

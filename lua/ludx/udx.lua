@@ -99,7 +99,10 @@ function Socket:address()
   return self.h:address()
 end
 
---- Sends one raw datagram. ttl is optional (1..255).
+--- Sends one raw datagram. ttl is optional (1..255). A datagram larger
+-- than UDP or the path allows gives nil, msg, "EMSGSIZE" (nothing is sent);
+-- other send errors (unreachable...) are transient: counted in stats(),
+-- the datagram is dropped and send returns true.
 function Socket:send(data, port, host, ttl)
   if type(data) ~= "string" then bad_arg("data", "send", "string", type(data)) end
   if self.closed then return nil, "socket is closed", "EBADF" end
