@@ -20,11 +20,16 @@ luaopen_ludx_core (lua_State *L) {
   ludx_bind_line(L);
   ludx_bind_dns(L);
   ludx_bind_udx(L);
+  ludx_bind_udx_stream(L);
   ludx_bind_testdata(L);
   ludx_bind_crypto(L);
+  lua_getfield(L, -1, "crypto");
+  ludx_bind_framer(L);
+  lua_pop(L, 1);
   ludx_bind_tcp(L);
   ludx_bind_fs(L);
   ludx_bind_policy(L);
+  ludx_bind_event_kinds(L); // last: every area has registered its kinds
   // When the state closes, every handle still open is closed and the loop
   // runs until they are gone.
   lua_newuserdata(L, 1);
