@@ -348,11 +348,21 @@ l_take (lua_State *L) {
   return 1;
 }
 
+// s:readable() -> bytes buffered in order, and true when the end (EOF) is
+// next (or the C stream is gone)
 static int
 l_readable (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
-  lua_pushnumber(L, s->st ? (lua_Number) udx_stream_readable_bytes(s->st) : 0);
-  return 1;
+  size_t n = s->st ? udx_stream_readable_bytes(s->st) : 0;
+  int eof = s->st == NULL;
+  if (n == 0 && s->st) {
+    const uint8_t *p;
+    size_t len;
+    eof = udx_stream_read_peek(s->st, &p, &len) == UV_EOF;
+  }
+  lua_pushnumber(L, (lua_Number) n);
+  lua_pushboolean(L, eof);
+  return 2;
 }
 
 static int

@@ -232,6 +232,35 @@ describe("udx streams", function()
     b:close()
   end))
 
+  it("wait_readable, wait_drain, error and handle: the methods layers above use", run(function()
+    local s1, s2, a, b = pair()
+    assert.are.equal("userdata", type(s1:handle()))
+    assert.is_nil(s1:error())
+    -- nothing buffered: waits, and times out
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { s2:wait_readable(10) })
+    assert(s1:write("abc"))
+    assert.is_true(s2:wait_readable(5000))
+    assert.are.equal("abc", s2:read())
+    -- a write above the high-water mark, then its drain
+    local r = s1:handle():write(string.rep("d", 4 * 1024 * 1024))
+    if r == 0 then assert.is_true(s1:wait_drain(10000)) end
+    assert(s1:finish(10000))
+    -- the end is next: no wait
+    local got = 0
+    while got < 4 * 1024 * 1024 do got = got + #assert(s2:read(nil, 10000)) end
+    assert.is_true(s2:wait_readable(5000))
+    assert.is_nil(s2:read(nil, 5000))
+    assert.is_true(s2:wait_readable())
+    -- after a close: its error; waits end at once
+    s2:close()
+    local msg, code = s2:error()
+    assert.are.equal("ECANCELED", code, tostring(msg))
+    assert.is_true(s2:wait_readable(5000))
+    s1:close()
+    a:close()
+    b:close()
+  end))
+
   it("carries MESSAGE datagrams both ways", run(function()
     local s1, s2, a, b = pair()
     assert(s1:send("one"))

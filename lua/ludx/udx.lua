@@ -305,12 +305,13 @@ function Stream:read(a, b)
 end
 
 --- Waits until bytes (or the end) may be there to read: true at once when
--- bytes are buffered or the stream is closed, else after the next readable
--- event; nil, "timed out", "ETIMEDOUT" after timeout ms. Take the bytes with
--- read() (or, for the C framer, through handle()).
+-- bytes are buffered, the end is next or the stream is closed, else after
+-- the next readable event; nil, "timed out", "ETIMEDOUT" after timeout ms.
+-- Take the bytes with read() (or, for the C framer, through handle()).
 function Stream:wait_readable(timeout)
   timeout = timeout_arg(timeout, "wait_readable")
-  if self.closed or self.h:readable() > 0 then return true end
+  local n, eof = self.h:readable()
+  if self.closed or n > 0 or eof then return true end
   local ok, m, c = self.readers:wait("read", timeout, "wait_readable")
   if ok == nil and c then return nil, m, c end
   return true
