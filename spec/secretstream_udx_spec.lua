@@ -1,6 +1,10 @@
 -- ludx.secretstream over real udx streams: bytes injected into the raw
--- stream (an on-path attacker who can send from the peer's address) end the
--- SecretStream with EDECRYPT at once, for its reader and its writer.
+-- stream (an on-path attacker who can send from the peer's address; from
+-- any other address the udx layer drops them) end the SecretStream with
+-- EDECRYPT as soon as a frame fails, for its reader and its writer (a
+-- writer waiting for the raw stream to drain got ECANCELED before).
+-- A forged length prefix cannot be told from a long frame until its bytes
+-- are in: the stream then fails at once, not at a timeout.
 local ludx = require "ludx"
 local udx = require "ludx.udx"
 local secretstream = require "ludx.secretstream"
@@ -45,7 +49,7 @@ end
 -- A DATA packet for rb (id 2) at ra's next seq, sent from ra's own socket:
 -- the receiver takes it as the next bytes of the stream.
 local function inject(p, payload)
-  local seq, ack = p.ra.h:seq_ack()
+  local seq, ack = p.ra:handle():seq_ack()
   local pkt = string.char(0xff, 1, 0x01, 0) .. u32le(2) .. u32le(4 * 1024 * 1024) .. u32le(seq) .. u32le(ack) .. payload
   assert(p.sa:send(pkt, p.pb, "127.0.0.1"))
 end
