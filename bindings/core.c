@@ -2,9 +2,16 @@
 // in the ludx executable. Each area adds its functions to one table.
 #include "bind.h"
 
+// Module tables alive: a reload (busted unloads modules between spec files)
+// makes a second one, and the first one's sentinel must not shut down the
+// runtime the second one is using: the last one does.
+static int live_modules = 0;
+
 static int
 l_sentinel_gc (lua_State *L) {
   (void) L;
+  if (--live_modules > 0)
+    return 0;
   ludx_rt_t *rt = ludx_rt_default();
   if (rt)
     ludx_rt_shutdown(rt);
@@ -32,6 +39,7 @@ luaopen_ludx_core (lua_State *L) {
   ludx_bind_event_kinds(L); // last: every area has registered its kinds
   // When the state closes, every handle still open is closed and the loop
   // runs until they are gone.
+  live_modules++;
   lua_newuserdata(L, 1);
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, l_sentinel_gc);
