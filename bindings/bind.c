@@ -1,5 +1,6 @@
 #include "bind.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 ludx_rt_t *
@@ -135,6 +136,116 @@ uint32_t
 ludx_check_ref (lua_State *L, int idx) {
   return (uint32_t) ludx_check_integer(L, idx, "ref", 0, UINT32_MAX);
 }
+
+const uint8_t *
+ludx_check_bytes (lua_State *L, int idx, const char *name, size_t want) {
+  size_t len;
+  const char *s = ludx_check_lstring(L, idx, name, &len);
+  if (len != want)
+    luaL_error(L, "bad argument '%s' to '%s' (%d-byte string expected, got %d bytes)", name, current_function(L), (int) want, (int) len);
+  return (const uint8_t *) s;
+}
+
+int
+ludx_check_boolean (lua_State *L, int idx, const char *name) {
+  if (lua_type(L, idx) != LUA_TBOOLEAN)
+    arg_error(L, idx, name, "boolean");
+  return lua_toboolean(L, idx);
+}
+
+// ---------------------------------------------------------------------------
+// Addresses
+
+int
+ludx_parse_addr (const char *host, int port, struct sockaddr_storage *out) {
+  memset(out, 0, sizeof(*out));
+  if (port < 0 || port > 65535)
+    return UV_EINVAL;
+  if (strchr(host, ':'))
+    return uv_ip6_addr(host, port, (struct sockaddr_in6 *) out);
+  return uv_ip4_addr(host, port, (struct sockaddr_in *) out);
+}
+
+void
+ludx_check_addr (lua_State *L, int host_idx, int port_idx, struct sockaddr_storage *out) {
+  const char *host = ludx_check_lstring(L, host_idx, "host", NULL);
+  int port = (int) ludx_check_integer(L, port_idx, "port", 0, 65535);
+  if (ludx_parse_addr(host, port, out) < 0)
+    luaL_error(L, "bad argument 'host' to '%s' (an IPv4 or IPv6 address expected, got '%s')", current_function(L), host);
+}
+
+int
+ludx_push_addr (lua_State *L, const struct sockaddr *sa) {
+  char host[INET6_ADDRSTRLEN] = "";
+  int port = 0;
+  const char *family = "IPv4";
+  if (sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
+    port = ntohs(in6->sin6_port);
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+      uv_inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host, sizeof(host));
+    } else {
+      uv_ip6_name(in6, host, sizeof(host));
+      family = "IPv6";
+    }
+  } else if (sa->sa_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
+    uv_ip4_name(in, host, sizeof(host));
+    port = ntohs(in->sin_port);
+  }
+  lua_pushstring(L, host);
+  lua_pushinteger(L, port);
+  lua_pushstring(L, family);
+  return 3;
+}
+
+// ---------------------------------------------------------------------------
+// FIFO
+
+int
+ludx_fifo_push (ludx_fifo_t *q, const void *head, size_t head_len, const void *data, size_t len) {
+  ludx_fifo_item_t *it = malloc(sizeof(*it) + head_len + len);
+  if (it == NULL)
+    return UV_ENOMEM;
+  it->next = NULL;
+  it->head_len = head_len;
+  it->len = len;
+  if (head_len > 0)
+    memcpy(it->data, head, head_len);
+  if (len > 0)
+    memcpy(it->data + head_len, data, len);
+  int was_empty = q->head == NULL;
+  if (q->tail)
+    q->tail->next = it;
+  else
+    q->head = it;
+  q->tail = it;
+  q->count++;
+  q->bytes += len;
+  return was_empty;
+}
+
+ludx_fifo_item_t *
+ludx_fifo_shift (ludx_fifo_t *q) {
+  ludx_fifo_item_t *it = q->head;
+  if (it == NULL)
+    return NULL;
+  q->head = it->next;
+  if (q->head == NULL)
+    q->tail = NULL;
+  q->count--;
+  q->bytes -= it->len;
+  return it;
+}
+
+void
+ludx_fifo_clear (ludx_fifo_t *q) {
+  ludx_fifo_item_t *it;
+  while ((it = ludx_fifo_shift(q)) != NULL)
+    free(it);
+}
+
+// ---------------------------------------------------------------------------
 
 void **
 ludx_new_object (lua_State *L, const char *mt, void *ptr) {

@@ -63,6 +63,69 @@ ludx_field_string (lua_State *L, int idx, const char *field, const char *def);
 uint32_t
 ludx_check_ref (lua_State *L, int idx);
 
+// A string of exactly `want` bytes; raises naming the argument otherwise.
+const uint8_t *
+ludx_check_bytes (lua_State *L, int idx, const char *name, size_t want);
+
+int
+ludx_check_boolean (lua_State *L, int idx, const char *name);
+
+// Addresses: host (IPv4 or IPv6 literal) and port into a sockaddr (0 or
+// UV_EINVAL); check_addr raises naming the arguments; push_addr pushes host,
+// port, family ("IPv4"/"IPv6"; IPv4-mapped IPv6 as IPv4) and returns 3.
+int
+ludx_parse_addr (const char *host, int port, struct sockaddr_storage *out);
+
+void
+ludx_check_addr (lua_State *L, int host_idx, int port_idx, struct sockaddr_storage *out);
+
+int
+ludx_push_addr (lua_State *L, const struct sockaddr *sa);
+
+// The lifecycle of a C object with two owners: Lua's userdata (released by
+// __gc) and its handle (closed by its close callback). Whoever lets go
+// last frees the memory: each call returns 1 when that is now.
+typedef struct ludx_life_s {
+  unsigned char closed, released;
+} ludx_life_t;
+
+static inline int
+ludx_life_close (ludx_life_t *l) {
+  l->closed = 1;
+  return l->released;
+}
+
+static inline int
+ludx_life_release (ludx_life_t *l) {
+  l->released = 1;
+  return l->closed;
+}
+
+// A FIFO of byte strings (datagrams, messages) that C fills and Lua empties.
+// Each item may carry a fixed-size head (a source address) before its bytes.
+typedef struct ludx_fifo_item_s {
+  struct ludx_fifo_item_s *next;
+  size_t head_len, len;
+  uint8_t data[]; // head_len bytes of head, then len bytes
+} ludx_fifo_item_t;
+
+typedef struct ludx_fifo_s {
+  ludx_fifo_item_t *head, *tail;
+  size_t count, bytes; // items and their bytes (heads not counted)
+} ludx_fifo_t;
+
+// Copies head and data into a new item at the back: 1 when the FIFO was
+// empty before (post the event of that edge), 0 when not, UV_ENOMEM.
+int
+ludx_fifo_push (ludx_fifo_t *q, const void *head, size_t head_len, const void *data, size_t len);
+
+// The front item, taken off (the caller frees it), or NULL.
+ludx_fifo_item_t *
+ludx_fifo_shift (ludx_fifo_t *q);
+
+void
+ludx_fifo_clear (ludx_fifo_t *q);
+
 // Userdata holding one pointer, with a named metatable.
 void **
 ludx_new_object (lua_State *L, const char *mt, void *ptr);
@@ -102,10 +165,17 @@ void
 ludx_bind_udx (lua_State *L);
 
 void
+ludx_bind_udx_stream (lua_State *L);
+
+void
 ludx_bind_testdata (lua_State *L);
 
 void
 ludx_bind_crypto (lua_State *L);
+
+// Adds framer() to the core.crypto table on top of the stack.
+void
+ludx_bind_framer (lua_State *L);
 
 void
 ludx_bind_tcp (lua_State *L);
@@ -115,5 +185,9 @@ ludx_bind_fs (lua_State *L);
 
 void
 ludx_bind_policy (lua_State *L);
+
+// core.EV (name -> number of each event kind); last, once all registered.
+void
+ludx_bind_event_kinds (lua_State *L);
 
 #endif

@@ -15,7 +15,8 @@
 //   holepunch_secret(hash64) -> 32
 //   frame(body) -> 3-byte LE length || body
 //   noise(pattern, initiator, keypair, prologue, remote_public_key) -> handshake
-//   framer() -> framer       unordered(initiator, hash64) -> box
+//   unordered(initiator, hash64) -> box
+// (core.crypto.framer is added by framer.c, registered from core.c)
 // and the constants MAX_WRITE, MAX_FRAME, HEADER_FRAMEBYTES, ABYTES.
 //
 // Arguments of the wrong type or size raise and name the argument; bytes
@@ -40,33 +41,11 @@ fname (lua_State *L) {
   return "?";
 }
 
-int
-ludx_push_crypto_error (lua_State *L, int rc) {
-  return ludx_push_error(L, ludx_crypto_strerror(rc), ludx_crypto_errname(rc));
-}
-
-// A string of exactly `want` bytes.
-const uint8_t *
-ludx_check_bytes (lua_State *L, int idx, const char *name, size_t want) {
-  size_t len;
-  const char *s = ludx_check_lstring(L, idx, name, &len);
-  if (len != want)
-    luaL_error(L, "bad argument '%s' to '%s' (%d-byte string expected, got %d bytes)", name, fname(L), (int) want, (int) len);
-  return (const uint8_t *) s;
-}
-
 static const uint8_t *
 opt_bytes (lua_State *L, int idx, const char *name, size_t want) {
   if (lua_isnoneornil(L, idx))
     return NULL;
   return ludx_check_bytes(L, idx, name, want);
-}
-
-int
-ludx_check_boolean (lua_State *L, int idx, const char *name) {
-  if (lua_type(L, idx) != LUA_TBOOLEAN)
-    luaL_error(L, "bad argument '%s' to '%s' (boolean expected, got %s)", name, fname(L), luaL_typename(L, idx));
-  return lua_toboolean(L, idx);
 }
 
 // {public_key = 32 bytes, secret_key = 64 bytes}
@@ -214,11 +193,11 @@ static int
 l_secretbox (lua_State *L) {
   size_t len;
   const char *msg = ludx_check_lstring(L, 1, "message", &len);
-  const uint8_t *nonce = ludx_check_bytes(L, 2, "nonce", crypto_secretbox_NONCEBYTES);
-  const uint8_t *key = ludx_check_bytes(L, 3, "key", crypto_secretbox_KEYBYTES);
-  size_t out_len = len + crypto_secretbox_MACBYTES;
+  const uint8_t *nonce = ludx_check_bytes(L, 2, "nonce", LUDX_SECRETBOX_NONCEBYTES);
+  const uint8_t *key = ludx_check_bytes(L, 3, "key", LUDX_SECRETBOX_KEYBYTES);
+  size_t out_len = len + LUDX_SECRETBOX_MACBYTES;
   uint8_t *out = lua_newuserdata(L, out_len);
-  crypto_secretbox_easy(out, (const uint8_t *) msg, len, nonce, key);
+  ludx_secretbox(out, (const uint8_t *) msg, len, nonce, key);
   push_bytes(L, out, out_len);
   return 1;
 }
@@ -227,14 +206,15 @@ static int
 l_secretbox_open (lua_State *L) {
   size_t len;
   const char *box = ludx_check_lstring(L, 1, "box", &len);
-  const uint8_t *nonce = ludx_check_bytes(L, 2, "nonce", crypto_secretbox_NONCEBYTES);
-  const uint8_t *key = ludx_check_bytes(L, 3, "key", crypto_secretbox_KEYBYTES);
-  if (len < crypto_secretbox_MACBYTES)
+  const uint8_t *nonce = ludx_check_bytes(L, 2, "nonce", LUDX_SECRETBOX_NONCEBYTES);
+  const uint8_t *key = ludx_check_bytes(L, 3, "key", LUDX_SECRETBOX_KEYBYTES);
+  if (len < LUDX_SECRETBOX_MACBYTES)
     return ludx_push_crypto_error(L, LUDX_CRYPTO_EDECRYPT);
-  size_t out_len = len - crypto_secretbox_MACBYTES;
+  size_t out_len = len - LUDX_SECRETBOX_MACBYTES;
   uint8_t *out = lua_newuserdata(L, out_len > 0 ? out_len : 1);
-  if (crypto_secretbox_open_easy(out, (const uint8_t *) box, len, nonce, key) != 0)
-    return ludx_push_crypto_error(L, LUDX_CRYPTO_EDECRYPT);
+  int rc = ludx_secretbox_open(out, (const uint8_t *) box, len, nonce, key);
+  if (rc < 0)
+    return ludx_push_crypto_error(L, rc);
   push_bytes(L, out, out_len);
   return 1;
 }
@@ -242,12 +222,9 @@ l_secretbox_open (lua_State *L) {
 static int
 l_randombytes (lua_State *L) {
   size_t n = (size_t) ludx_check_integer(L, 1, "n", 0, 1 << 30);
-  const uint8_t *seed = opt_bytes(L, 2, "seed", randombytes_SEEDBYTES);
+  const uint8_t *seed = opt_bytes(L, 2, "seed", LUDX_SEEDBYTES);
   uint8_t *out = lua_newuserdata(L, n > 0 ? n : 1);
-  if (seed)
-    randombytes_buf_deterministic(out, n, seed);
-  else
-    randombytes_buf(out, n);
+  ludx_randombytes(out, n, seed);
   push_bytes(L, out, n);
   return 1;
 }
@@ -575,7 +552,6 @@ ludx_bind_crypto (lua_State *L) {
 
   lua_createtable(L, 0, 24);
   ludx_set_funcs(L, funcs);
-  ludx_bind_framer(L);
   lua_pushinteger(L, LUDX_SS_MAX_WRITE);
   lua_setfield(L, -2, "MAX_WRITE");
   lua_pushinteger(L, LUDX_SS_MAX_FRAME);

@@ -6,13 +6,16 @@
 
 #define LOOKUP_MT "ludx.lookup"
 
+// The event kind, registered when the module loads.
+static uint32_t ev_lookup;
+
 typedef struct lookup_s {
   ludx_closer_t closer;
   uv_getaddrinfo_t req;
   ludx_rt_t *rt;
   uint32_t ref;
   int status;
-  int done, released;
+  ludx_life_t life; // closed: the request is done
   struct addrinfo *res;
 } lookup_t;
 
@@ -26,15 +29,14 @@ lookup_free (lookup_t *l) {
 static void
 on_resolved (uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
   lookup_t *l = req->data;
-  l->done = 1;
   l->status = status;
   l->res = res;
   ludx_rt_untrack(&l->closer);
-  if (l->released) {
+  if (ludx_life_close(&l->life)) {
     lookup_free(l);
     return;
   }
-  ludx_rt_post(l->rt, LUDX_EV_LOOKUP, l->ref, status, 0);
+  ludx_rt_post(l->rt, ev_lookup, l->ref, status, 0);
 }
 
 static void
@@ -75,7 +77,7 @@ l_lookup (lua_State *L) {
 static int
 l_result (lua_State *L) {
   lookup_t *l = ludx_check_open(L, 1, LOOKUP_MT, "lookup");
-  if (!l->done)
+  if (!l->life.closed)
     return ludx_push_uv_error(L, UV_EAGAIN);
   if (l->status < 0)
     return ludx_push_uv_error(L, l->status);
@@ -111,8 +113,7 @@ l_gc (lua_State *L) {
   *ud = NULL;
   if (l == NULL)
     return 0;
-  l->released = 1;
-  if (l->done)
+  if (ludx_life_release(&l->life))
     lookup_free(l);
   else
     uv_cancel((uv_req_t *) &l->req);
@@ -121,6 +122,7 @@ l_gc (lua_State *L) {
 
 void
 ludx_bind_dns (lua_State *L) {
+  ev_lookup = ludx_rt_kind("LOOKUP");
   static const luaL_Reg methods[] = {{"result", l_result}, {"__gc", l_gc}, {NULL, NULL}};
   ludx_new_class(L, LOOKUP_MT, methods);
   static const luaL_Reg funcs[] = {{"lookup", l_lookup}, {NULL, NULL}};

@@ -62,7 +62,7 @@ static void
 framer_free (framer_t *f) {
   ludx_ss_destroy(&f->ss);
   if (f->out)
-    sodium_memzero(f->out, f->out_cap);
+    ludx_wipe(f->out, f->out_cap);
   free(f->pend);
   free(f->out);
   free(f);

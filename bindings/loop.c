@@ -259,37 +259,19 @@ ludx_bind_loop (lua_State *L) {
   ludx_set_funcs(L, funcs);
   lua_pushstring(L, event_cdef);
   lua_setfield(L, -2, "EVENT_CDEF");
-  lua_createtable(L, 0, 8);
-#define EV(n) (lua_pushinteger(L, LUDX_EV_##n), lua_setfield(L, -2, #n))
-  EV(SIGNAL);
-  EV(INTERRUPT);
-  EV(PROC_OUTPUT);
-  EV(PROC_EXIT);
-  EV(PROC_CLOSED);
-  EV(LINE);
-  EV(FS);
-  EV(LOOKUP);
-  EV(TCP_CONNECTION);
-  EV(TCP_CONNECT);
-  EV(TCP_READABLE);
-  EV(TCP_DRAIN);
-  EV(TCP_SHUTDOWN);
-  EV(TCP_CLOSE);
-  EV(UDX_BASE);
-  EV(UDX_SOCKET_RECV);
-  EV(UDX_SOCKET_CLOSE);
-  EV(UDX_READABLE);
-  EV(UDX_DRAIN);
-  EV(UDX_FLUSH);
-  EV(UDX_FINISH);
-  EV(UDX_MESSAGE);
-  EV(UDX_CLOSE);
-  EV(UDX_FINALIZE);
-  EV(UDX_FIREWALL);
-  EV(UDX_REMOTE_CHANGED);
-  EV(UDX_TRACE);
-  EV(UDX_LOOKUP);
-  EV(CRYPTO_BASE);
-#undef EV
+}
+
+// core.EV: name -> number of every event kind, once every area has
+// registered its kinds (core.c calls this last).
+void
+ludx_bind_event_kinds (lua_State *L) {
+  lua_createtable(L, 0, 32);
+  for (uint32_t k = 1; k < ludx_rt_kinds_end(); k++) {
+    const char *name = ludx_rt_kind_name(k);
+    if (name == NULL)
+      continue;
+    lua_pushinteger(L, k);
+    lua_setfield(L, -2, name);
+  }
   lua_setfield(L, -2, "EV");
 }

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include "bind.h"
-#include "udx_bind.h"
 
 #define SERVER_MT "ludx.tcp.server"
 #define CONN_MT   "ludx.tcp.conn"
+
+// Event kinds, registered when the module loads.
+static uint32_t ev_connection, ev_connect, ev_readable, ev_drain, ev_shutdown, ev_close;
 
 #define READ_HIGH_WATER  (1024 * 1024)
 #define WRITE_HIGH_WATER (1024 * 1024)
@@ -26,7 +28,8 @@ typedef struct tcp_conn_s {
   uv_connect_t connect_req;
   uv_shutdown_t shutdown_req;
   uint32_t ref;
-  int connected, eof, read_error, closing, closed, released;
+  ludx_life_t life; // closed: the handle is closed
+  int connected, eof, read_error, closing;
   int posted, shutting_down;
   char *buf;
   size_t len, cap;
@@ -45,7 +48,8 @@ typedef struct tcp_server_s {
   char *path; // a Unix socket's file, removed when the server closes
   uint32_t ref;
   int pending; // connections waiting for accept
-  int closing, closed, released;
+  ludx_life_t life;
+  int closing;
 } tcp_server_t;
 
 // --- connections -------------------------------------------------------
@@ -59,9 +63,8 @@ conn_free (tcp_conn_t *c) {
 static void
 on_conn_closed (uv_handle_t *h) {
   tcp_conn_t *c = h->data;
-  c->closed = 1;
-  ludx_rt_post(c->rt, LUDX_EV_TCP_CLOSE, c->ref, 0, 0);
-  if (c->released)
+  ludx_rt_post(c->rt, ev_close, c->ref, 0, 0);
+  if (ludx_life_close(&c->life))
     conn_free(c);
 }
 
@@ -103,7 +106,7 @@ notify (tcp_conn_t *c) {
   if (c->posted)
     return;
   c->posted = 1;
-  ludx_rt_post(c->rt, LUDX_EV_TCP_READABLE, c->ref, 0, 0);
+  ludx_rt_post(c->rt, ev_readable, c->ref, 0, 0);
 }
 
 static void
@@ -161,7 +164,7 @@ on_connect (uv_connect_t *req, int status) {
     c->connected = 1;
     start_reading(c);
   }
-  ludx_rt_post(c->rt, LUDX_EV_TCP_CONNECT, c->ref, status, 0);
+  ludx_rt_post(c->rt, ev_connect, c->ref, status, 0);
 }
 
 // core.tcp_connect(host, port, ref) -> conn (the connect completes later)
@@ -178,7 +181,7 @@ l_connect (lua_State *L) {
     return ludx_push_uv_error(L, UV_ENOMEM);
   int err = uv_tcp_connect(&c->connect_req, &c->handle, (struct sockaddr *) &addr, on_connect);
   if (err < 0) {
-    c->released = 1;
+    c->life.released = 1;
     conn_close(c);
     return ludx_push_uv_error(L, err);
   }
@@ -233,7 +236,7 @@ on_written (uv_write_t *req, int status) {
     c->read_error = status;
   if (c->drain_wanted && c->write_queued < WRITE_HIGH_WATER) {
     c->drain_wanted = 0;
-    ludx_rt_post(c->rt, LUDX_EV_TCP_DRAIN, c->ref, status, 0);
+    ludx_rt_post(c->rt, ev_drain, c->ref, status, 0);
   }
   free(w);
 }
@@ -285,7 +288,7 @@ l_write (lua_State *L) {
 static void
 on_shutdown (uv_shutdown_t *req, int status) {
   tcp_conn_t *c = req->data;
-  ludx_rt_post(c->rt, LUDX_EV_TCP_SHUTDOWN, c->ref, status, 0);
+  ludx_rt_post(c->rt, ev_shutdown, c->ref, status, 0);
 }
 
 // conn:shutdown(): our half ends after the queued bytes (TCP FIN)
@@ -321,8 +324,7 @@ l_conn_gc (lua_State *L) {
   *ud = NULL;
   if (c == NULL)
     return 0;
-  c->released = 1;
-  if (c->closed)
+  if (ludx_life_release(&c->life))
     conn_free(c);
   else
     conn_close(c);
@@ -369,8 +371,7 @@ server_free (tcp_server_t *s) {
 static void
 on_server_closed (uv_handle_t *h) {
   tcp_server_t *s = h->data;
-  s->closed = 1;
-  if (s->released)
+  if (ludx_life_close(&s->life))
     server_free(s);
 }
 
@@ -396,7 +397,7 @@ on_connection (uv_stream_t *h, int status) {
   if (status < 0)
     return; // e.g. EMFILE: the client is refused, the server goes on
   s->pending++;
-  ludx_rt_post(s->rt, LUDX_EV_TCP_CONNECTION, s->ref, s->pending, 0);
+  ludx_rt_post(s->rt, ev_connection, s->ref, s->pending, 0);
 }
 
 // core.tcp_listen(host, port, ref [, backlog]) -> server
@@ -422,7 +423,7 @@ l_listen (lua_State *L) {
   if (err == 0)
     err = uv_listen((uv_stream_t *) &s->handle, backlog, on_connection);
   if (err < 0) {
-    s->released = 1;
+    s->life.released = 1;
     server_close(s);
     return ludx_push_uv_error(L, err);
   }
@@ -450,7 +451,7 @@ l_accept (lua_State *L) {
   int err = uv_accept((uv_stream_t *) &s->handle, (uv_stream_t *) &c->handle);
   s->pending--;
   if (err < 0) {
-    c->released = 1;
+    c->life.released = 1;
     conn_close(c);
     return ludx_push_uv_error(L, err);
   }
@@ -491,8 +492,7 @@ l_server_gc (lua_State *L) {
   *ud = NULL;
   if (s == NULL)
     return 0;
-  s->released = 1;
-  if (s->closed)
+  if (ludx_life_release(&s->life))
     server_free(s);
   else
     server_close(s);
@@ -535,7 +535,7 @@ l_unix_listen (lua_State *L) {
   if (err == 0)
     err = uv_listen((uv_stream_t *) &s->pipe, backlog, on_connection);
   if (err < 0) {
-    s->released = 1;
+    s->life.released = 1;
     server_close(s);
     return ludx_push_uv_error(L, err);
   }
@@ -561,6 +561,12 @@ l_unix_connect (lua_State *L) {
 
 void
 ludx_bind_tcp (lua_State *L) {
+  ev_connection = ludx_rt_kind("TCP_CONNECTION");
+  ev_connect = ludx_rt_kind("TCP_CONNECT");
+  ev_readable = ludx_rt_kind("TCP_READABLE");
+  ev_drain = ludx_rt_kind("TCP_DRAIN");
+  ev_shutdown = ludx_rt_kind("TCP_SHUTDOWN");
+  ev_close = ludx_rt_kind("TCP_CLOSE");
   static const luaL_Reg conn_methods[] = {
       {"take", l_take},
       {"write", l_write},

@@ -1,7 +1,7 @@
-// UDX sockets and streams for Lua. Callbacks from the udx library only post
-// records to the event ring (and queue datagrams); Lua pulls bytes, messages
-// and datagrams when it wants them. The hot calls (write, read, stats) also
-// exist as FFI-shaped functions (see udx_ffi.c).
+// The udx instance and UDX sockets for Lua (streams are udx_stream.c, which
+// builds on this file; nothing here knows streams). Callbacks from the udx
+// library only post records to the event ring (and queue datagrams); Lua
+// pulls datagrams when it wants them.
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +10,6 @@
 #include "udx_bind.h"
 
 #define SOCKET_MT "ludx.udx.socket"
-#define STREAM_MT "ludx.udx.stream"
 
 static udx_t *instance = NULL;
 static ludx_closer_t instance_closer;
@@ -33,54 +32,6 @@ ludx_udx_instance (lua_State *L) {
   // after every socket and stream: the closer list runs newest first
   ludx_rt_track(rt, &instance_closer, instance_shutdown);
   return instance;
-}
-
-// ---------------------------------------------------------------------------
-// Addresses
-
-int
-ludx_parse_addr (const char *host, int port, struct sockaddr_storage *out) {
-  memset(out, 0, sizeof(*out));
-  if (port < 0 || port > 65535)
-    return UV_EINVAL;
-  if (strchr(host, ':'))
-    return uv_ip6_addr(host, port, (struct sockaddr_in6 *) out);
-  return uv_ip4_addr(host, port, (struct sockaddr_in *) out);
-}
-
-// Pushes host, port, family ("IPv4"/"IPv6"); IPv4-mapped IPv6 as IPv4.
-int
-ludx_push_addr (lua_State *L, const struct sockaddr *sa) {
-  char host[INET6_ADDRSTRLEN] = "";
-  int port = 0;
-  const char *family = "IPv4";
-  if (sa->sa_family == AF_INET6) {
-    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
-    port = ntohs(in6->sin6_port);
-    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
-      uv_inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host, sizeof(host));
-    } else {
-      uv_ip6_name(in6, host, sizeof(host));
-      family = "IPv6";
-    }
-  } else if (sa->sa_family == AF_INET) {
-    const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
-    uv_ip4_name(in, host, sizeof(host));
-    port = ntohs(in->sin_port);
-  }
-  lua_pushstring(L, host);
-  lua_pushinteger(L, port);
-  lua_pushstring(L, family);
-  return 3;
-}
-
-static void
-check_addr (lua_State *L, int host_idx, int port_idx, struct sockaddr_storage *out) {
-  const char *host = ludx_check_lstring(L, host_idx, "host", NULL);
-  int port = (int) ludx_check_integer(L, port_idx, "port", 0, 65535);
-  if (ludx_parse_addr(host, port, out) < 0) {
-    luaL_error(L, "bad argument 'host' (an IPv4 or IPv6 address expected, got '%s')", host);
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -164,12 +115,8 @@ l_set_fault (lua_State *L) {
 // ---------------------------------------------------------------------------
 // Sockets
 
-typedef struct dgram_s {
-  struct dgram_s *next;
-  struct sockaddr_storage from;
-  size_t len;
-  uint8_t data[];
-} dgram_t;
+// Event kinds, registered when the module loads.
+static uint32_t ev_socket_recv, ev_socket_close;
 
 #define SOCKET_QUEUE_MAX_BYTES (8 * 1024 * 1024)
 
@@ -178,68 +125,43 @@ struct lsock_s {
   ludx_rt_t *rt;
   udx_socket_t *sock;
   uint32_t ref;
-  int closing, closed, released;
-  int close_wanted; // close once the streams on it are gone
-  int streams;      // streams connected to it
-  dgram_t *head, *tail;
-  size_t queued_bytes;
+  ludx_life_t life; // closed: the udx socket is gone
+  int closing;
+  int close_wanted;       // close once the streams on it are gone
+  int streams;            // streams connected to it
+  ludx_fifo_t queue;      // raw datagrams, each with its source address as head
   uint64_t queue_dropped; // datagrams dropped because Lua did not take them
 };
 
 static void
-lsock_free_queue (lsock_t *s) {
-  while (s->head) {
-    dgram_t *d = s->head;
-    s->head = d->next;
-    free(d);
-  }
-  s->tail = NULL;
-  s->queued_bytes = 0;
-}
-
-static void
 on_socket_close (udx_socket_t *sock) {
   lsock_t *s = udx_socket_get_data(sock);
-  s->closed = 1;
   s->sock = NULL;
   ludx_rt_untrack(&s->closer);
-  ludx_rt_post(s->rt, LUDX_EV_UDX_SOCKET_CLOSE, s->ref, 0, 0);
-  lsock_free_queue(s);
-  if (s->released)
+  ludx_rt_post(s->rt, ev_socket_close, s->ref, 0, 0);
+  ludx_fifo_clear(&s->queue);
+  if (ludx_life_close(&s->life))
     free(s);
 }
 
 static void
 on_socket_recv (udx_socket_t *sock, const uint8_t *buf, size_t len, const struct sockaddr *from) {
   lsock_t *s = udx_socket_get_data(sock);
-  if (s->queued_bytes + len > SOCKET_QUEUE_MAX_BYTES) {
+  if (s->queue.bytes + len > SOCKET_QUEUE_MAX_BYTES) {
     s->queue_dropped++;
     return;
   }
-  dgram_t *d = malloc(sizeof(*d) + len);
-  if (d == NULL) {
-    s->queue_dropped++;
-    return;
-  }
-  memcpy(d->data, buf, len);
-  d->len = len;
-  d->next = NULL;
-  memset(&d->from, 0, sizeof(d->from));
-  memcpy(&d->from, from, from->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-  int was_empty = s->head == NULL;
-  if (s->tail)
-    s->tail->next = d;
-  else
-    s->head = d;
-  s->tail = d;
-  s->queued_bytes += len;
-  if (was_empty)
-    ludx_rt_post(s->rt, LUDX_EV_UDX_SOCKET_RECV, s->ref, 0, 0);
+  size_t from_len = from->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int r = ludx_fifo_push(&s->queue, from, from_len, buf, len);
+  if (r < 0)
+    s->queue_dropped++; // UDP is lossy: a datagram we cannot hold is dropped and counted
+  else if (r == 1)
+    ludx_rt_post(s->rt, ev_socket_recv, s->ref, 0, 0);
 }
 
 static int
 lsock_close (lsock_t *s) {
-  if (s->closing || s->closed)
+  if (s->closing || s->life.closed)
     return 0;
   int err = udx_socket_close(s->sock);
   if (err == 0)
@@ -259,7 +181,7 @@ void
 ludx_socket_detach (lsock_t *s) {
   if (s->streams > 0)
     s->streams--;
-  if (s->close_wanted && !s->closing && !s->closed)
+  if (s->close_wanted && !s->closing && !s->life.closed)
     lsock_close(s);
 }
 
@@ -274,7 +196,7 @@ socket_shutdown (ludx_closer_t *c) {
 static int
 l_bind (lua_State *L) {
   struct sockaddr_storage addr;
-  check_addr(L, 1, 2, &addr);
+  ludx_check_addr(L, 1, 2, &addr);
   uint32_t ref = ludx_check_ref(L, 3);
   unsigned flags = lua_toboolean(L, 4) ? UDX_SOCKET_IPV6ONLY : 0;
   udx_t *u = ludx_udx_instance(L);
@@ -293,7 +215,7 @@ l_bind (lua_State *L) {
     err = udx_socket_recv_start(s->sock, on_socket_recv);
   if (err < 0) {
     // the socket closes and frees itself; nobody holds it
-    s->released = 1;
+    s->life.released = 1;
     s->closing = 1;
     udx_socket_close(s->sock);
     return ludx_push_uv_error(L, err);
@@ -306,7 +228,7 @@ l_bind (lua_State *L) {
 static lsock_t *
 check_socket (lua_State *L, int idx) {
   lsock_t *s = ludx_check_open(L, idx, SOCKET_MT, "socket");
-  if (s->closed || s->closing || s->close_wanted)
+  if (s->life.closed || s->closing || s->close_wanted)
     luaL_error(L, "socket is closed");
   return s;
 }
@@ -331,16 +253,31 @@ l_socket_address (lua_State *L) {
   return ludx_push_addr(L, (struct sockaddr *) &addr);
 }
 
-// sock:send(data, port, host [, ttl])
+// The largest UDP payload towards an address: 65535 minus the IPv4 (20) and
+// UDP (8) headers; for IPv6 the payload length excludes its own header.
+#define UDP_MAX_PAYLOAD_V4 65507
+#define UDP_MAX_PAYLOAD_V6 65527
+
+// sock:send(data, port, host [, ttl]) -> true | nil, msg, "EMSGSIZE" when
+// the datagram is larger than UDP or the path (don't-fragment) allows.
 static int
 l_socket_send (lua_State *L) {
   lsock_t *s = check_socket(L, 1);
   size_t len;
   const char *data = ludx_check_lstring(L, 2, "data", &len);
   struct sockaddr_storage addr;
-  check_addr(L, 4, 3, &addr);
+  ludx_check_addr(L, 4, 3, &addr);
   int ttl = (int) ludx_opt_integer(L, 5, "ttl", 0, 0, 255);
+  size_t max = addr.ss_family == AF_INET6 ? UDP_MAX_PAYLOAD_V6 : UDP_MAX_PAYLOAD_V4;
+  if (len > max)
+    return ludx_push_uv_error(L, UV_EMSGSIZE);
+  // udx sends now and only counts a failed datagram; EMSGSIZE is not a
+  // passing condition of the path but the caller's datagram (too large for
+  // the path MTU), so it is reported (issue 14).
+  uint64_t before = udx_socket_stats(s->sock)->send_err_msgsize;
   int err = udx_socket_send(s->sock, data, len, (struct sockaddr *) &addr, ttl);
+  if (err == 0 && udx_socket_stats(s->sock)->send_err_msgsize != before)
+    err = UV_EMSGSIZE;
   if (err < 0)
     return ludx_push_uv_error(L, err);
   lua_pushboolean(L, 1);
@@ -351,17 +288,15 @@ l_socket_send (lua_State *L) {
 static int
 l_socket_take (lua_State *L) {
   lsock_t *s = ludx_check_open(L, 1, SOCKET_MT, "socket");
-  dgram_t *d = s->head;
+  ludx_fifo_item_t *d = ludx_fifo_shift(&s->queue);
   if (d == NULL) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  s->head = d->next;
-  if (s->head == NULL)
-    s->tail = NULL;
-  s->queued_bytes -= d->len;
-  lua_pushlstring(L, (const char *) d->data, d->len);
-  ludx_push_addr(L, (struct sockaddr *) &d->from);
+  struct sockaddr_storage from;
+  memcpy(&from, d->data, d->head_len);
+  lua_pushlstring(L, (const char *) d->data + d->head_len, d->len);
+  ludx_push_addr(L, (struct sockaddr *) &from);
   free(d);
   return 4;
 }
@@ -371,7 +306,7 @@ l_socket_take (lua_State *L) {
 static int
 l_socket_close (lua_State *L) {
   lsock_t *s = ludx_check_open(L, 1, SOCKET_MT, "socket");
-  if (s->closed || s->closing) {
+  if (s->life.closed || s->closing) {
     lua_pushboolean(L, 1);
     return 1;
   }
@@ -393,8 +328,7 @@ l_socket_gc (lua_State *L) {
   *ud = NULL;
   if (s == NULL)
     return 0;
-  s->released = 1;
-  if (s->closed)
+  if (ludx_life_release(&s->life))
     free(s);
   else
     lsock_close(s); // now, or once its streams are gone
@@ -459,6 +393,8 @@ l_socket_buffers (lua_State *L) {
 
 void
 ludx_bind_udx (lua_State *L) {
+  ev_socket_recv = ludx_rt_kind("UDX_SOCKET_RECV");
+  ev_socket_close = ludx_rt_kind("UDX_SOCKET_CLOSE");
   static const luaL_Reg socket_methods[] = {
       {"address", l_socket_address},
       {"send", l_socket_send},
@@ -475,5 +411,4 @@ ludx_bind_udx (lua_State *L) {
       {"udx_set_fault", l_set_fault},
       {NULL, NULL}};
   ludx_set_funcs(L, funcs);
-  ludx_bind_udx_stream(L);
 }

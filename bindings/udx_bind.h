@@ -1,7 +1,9 @@
 #ifndef LUDX_UDX_BIND_H
 #define LUDX_UDX_BIND_H
 
-// Shared by udx.c (instance, sockets) and udx_stream.c (streams).
+// What udx.c (the instance and sockets) gives udx_stream.c (streams), and
+// what udx_stream.c gives C-side users of a stream (framer.c). The order is
+// one way: udx.c knows nothing of streams.
 #include "bind.h"
 #include "udx.h"
 
@@ -9,12 +11,6 @@ typedef struct lsock_s lsock_t;
 
 udx_t *
 ludx_udx_instance (lua_State *L);
-
-int
-ludx_parse_addr (const char *host, int port, struct sockaddr_storage *out);
-
-int
-ludx_push_addr (lua_State *L, const struct sockaddr *sa);
 
 int
 ludx_check_fault (lua_State *L, int idx, udx_fault_t *f);
@@ -31,11 +27,8 @@ ludx_socket_attach (lsock_t *s);
 void
 ludx_socket_detach (lsock_t *s);
 
-void
-ludx_bind_udx_stream (lua_State *L);
-
-// The C stream of a udx stream userdata (a udx.stream's .h), NULL once it
-// is gone; *closed tells whether it closed.
+// The C stream of a udx stream userdata (a udx.stream's handle()), NULL
+// once it is gone; *closed tells whether it closed.
 udx_stream_t *
 ludx_udx_stream_of (lua_State *L, int idx, int *closed);
 

@@ -14,11 +14,8 @@ enum {
   FIREWALL_CONNECT = 2, // the first source connects the stream (hyperdht)
 };
 
-typedef struct msg_s {
-  struct msg_s *next;
-  size_t len;
-  uint8_t data[];
-} msg_t;
+// Event kinds, registered when the module loads.
+static uint32_t ev_readable, ev_drain, ev_flush, ev_finish, ev_message, ev_close, ev_finalize, ev_firewall, ev_remote_changed, ev_trace;
 
 #define MESSAGE_QUEUE_MAX 1024
 
@@ -36,13 +33,12 @@ typedef struct lstream_s {
   lsock_t *sock;    // the socket it is connected to
   uint32_t ref;
   int closed, close_status;
-  int finalized, released;
+  ludx_life_t life; // closed: finalized (the C stream is gone)
   int firewall_mode;
   uint32_t firewall_remote_id;
   int firewall_seen;
   struct sockaddr_storage firewall_from;
-  msg_t *mhead, *mtail;
-  size_t mcount;
+  ludx_fifo_t messages;
   uint64_t messages_dropped;
   char *scratch;
   size_t scratch_cap;
@@ -55,19 +51,8 @@ typedef struct lstream_s {
 } lstream_t;
 
 static void
-free_messages (lstream_t *s) {
-  while (s->mhead) {
-    msg_t *m = s->mhead;
-    s->mhead = m->next;
-    free(m);
-  }
-  s->mtail = NULL;
-  s->mcount = 0;
-}
-
-static void
 lstream_free (lstream_t *s) {
-  free_messages(s);
+  ludx_fifo_clear(&s->messages);
   free(s->scratch);
   free(s->trace);
   free(s);
@@ -81,51 +66,39 @@ data_of (udx_stream_t *st) {
 static void
 on_readable (udx_stream_t *st) {
   lstream_t *s = data_of(st);
-  ludx_rt_post(s->rt, LUDX_EV_UDX_READABLE, s->ref, 0, 0);
+  ludx_rt_post(s->rt, ev_readable, s->ref, 0, 0);
 }
 
 static void
 on_drain (udx_stream_t *st) {
   lstream_t *s = data_of(st);
-  ludx_rt_post(s->rt, LUDX_EV_UDX_DRAIN, s->ref, 0, 0);
+  ludx_rt_post(s->rt, ev_drain, s->ref, 0, 0);
 }
 
 static void
 on_flush (udx_stream_t *st) {
   lstream_t *s = data_of(st);
-  ludx_rt_post(s->rt, LUDX_EV_UDX_FLUSH, s->ref, 0, 0);
+  ludx_rt_post(s->rt, ev_flush, s->ref, 0, 0);
 }
 
 static void
 on_finish (udx_stream_t *st) {
   lstream_t *s = data_of(st);
-  ludx_rt_post(s->rt, LUDX_EV_UDX_FINISH, s->ref, 0, 0);
+  ludx_rt_post(s->rt, ev_finish, s->ref, 0, 0);
 }
 
 static void
 on_message (udx_stream_t *st, const uint8_t *buf, size_t len) {
   lstream_t *s = data_of(st);
-  if (s->mcount >= MESSAGE_QUEUE_MAX) {
+  if (s->messages.count >= MESSAGE_QUEUE_MAX) {
     s->messages_dropped++; // unreliable by contract: a slow reader loses some
     return;
   }
-  msg_t *m = malloc(sizeof(*m) + len);
-  if (m == NULL) {
-    s->messages_dropped++;
-    return;
-  }
-  memcpy(m->data, buf, len);
-  m->len = len;
-  m->next = NULL;
-  int was_empty = s->mhead == NULL;
-  if (s->mtail)
-    s->mtail->next = m;
-  else
-    s->mhead = m;
-  s->mtail = m;
-  s->mcount++;
-  if (was_empty)
-    ludx_rt_post(s->rt, LUDX_EV_UDX_MESSAGE, s->ref, 0, 0);
+  int r = ludx_fifo_push(&s->messages, NULL, 0, buf, len);
+  if (r < 0)
+    s->messages_dropped++; // as above: dropped and counted, never half-queued
+  else if (r == 1)
+    ludx_rt_post(s->rt, ev_message, s->ref, 0, 0);
 }
 
 static void
@@ -133,7 +106,7 @@ on_close (udx_stream_t *st, int status) {
   lstream_t *s = data_of(st);
   s->closed = 1;
   s->close_status = status;
-  ludx_rt_post(s->rt, LUDX_EV_UDX_CLOSE, s->ref, status, 0);
+  ludx_rt_post(s->rt, ev_close, s->ref, status, 0);
 }
 
 static void
@@ -142,13 +115,12 @@ on_finalize (udx_stream_t *st) {
   s->final_stats = *udx_stream_stats(st);
   s->stats = &s->final_stats;
   s->st = NULL;
-  s->finalized = 1;
   ludx_rt_untrack(&s->closer);
   if (s->sock)
     ludx_socket_detach(s->sock);
   s->sock = NULL;
-  ludx_rt_post(s->rt, LUDX_EV_UDX_FINALIZE, s->ref, 0, 0);
-  if (s->released)
+  ludx_rt_post(s->rt, ev_finalize, s->ref, 0, 0);
+  if (ludx_life_close(&s->life))
     lstream_free(s);
 }
 
@@ -156,7 +128,7 @@ static int
 on_firewall (udx_stream_t *st, udx_socket_t *sock, const struct sockaddr *from) {
   lstream_t *s = data_of(st);
   if (s->firewall_mode == FIREWALL_DROP) {
-    ludx_rt_post(s->rt, LUDX_EV_UDX_FIREWALL, s->ref, 0, 0);
+    ludx_rt_post(s->rt, ev_firewall, s->ref, 0, 0);
     return 1;
   }
   if (!s->firewall_seen) {
@@ -171,14 +143,14 @@ on_firewall (udx_stream_t *st, udx_socket_t *sock, const struct sockaddr *from) 
       ludx_socket_attach(ls);
     }
   }
-  ludx_rt_post(s->rt, LUDX_EV_UDX_FIREWALL, s->ref, 1, 0);
+  ludx_rt_post(s->rt, ev_firewall, s->ref, 1, 0);
   return 0;
 }
 
 static void
 on_remote_changed (udx_stream_t *st) {
   lstream_t *s = data_of(st);
-  ludx_rt_post(s->rt, LUDX_EV_UDX_REMOTE_CHANGED, s->ref, 0, 0);
+  ludx_rt_post(s->rt, ev_remote_changed, s->ref, 0, 0);
 }
 
 static void
@@ -197,7 +169,7 @@ on_trace (udx_stream_t *st, uint64_t now_us, const udx_stream_stats_t *stats) {
   s->trace[s->trace_n].t_ms = (double) now_us / 1000.0;
   s->trace[s->trace_n].stats = *stats;
   if (s->trace_n++ == 0)
-    ludx_rt_post(s->rt, LUDX_EV_UDX_TRACE, s->ref, 0, 0);
+    ludx_rt_post(s->rt, ev_trace, s->ref, 0, 0);
 }
 
 static const udx_stream_callbacks_t callbacks = {
@@ -376,11 +348,21 @@ l_take (lua_State *L) {
   return 1;
 }
 
+// s:readable() -> bytes buffered in order, and true when the end (EOF) is
+// next (or the C stream is gone)
 static int
 l_readable (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
-  lua_pushnumber(L, s->st ? (lua_Number) udx_stream_readable_bytes(s->st) : 0);
-  return 1;
+  size_t n = s->st ? udx_stream_readable_bytes(s->st) : 0;
+  int eof = s->st == NULL;
+  if (n == 0 && s->st) {
+    const uint8_t *p;
+    size_t len;
+    eof = udx_stream_read_peek(s->st, &p, &len) == UV_EOF;
+  }
+  lua_pushnumber(L, (lua_Number) n);
+  lua_pushboolean(L, eof);
+  return 2;
 }
 
 static int
@@ -400,15 +382,11 @@ l_send (lua_State *L) {
 static int
 l_take_message (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
-  msg_t *m = s->mhead;
+  ludx_fifo_item_t *m = ludx_fifo_shift(&s->messages);
   if (m == NULL) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  s->mhead = m->next;
-  if (s->mhead == NULL)
-    s->mtail = NULL;
-  s->mcount--;
   lua_pushlstring(L, (const char *) m->data, m->len);
   free(m);
   return 1;
@@ -545,7 +523,7 @@ l_state (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
   lua_pushboolean(L, s->closed);
   lua_pushinteger(L, s->close_status);
-  lua_pushboolean(L, s->finalized);
+  lua_pushboolean(L, s->life.closed);
   return 3;
 }
 
@@ -620,8 +598,7 @@ l_gc (lua_State *L) {
   *ud = NULL;
   if (s == NULL)
     return 0;
-  s->released = 1;
-  if (s->finalized)
+  if (ludx_life_release(&s->life))
     lstream_free(s);
   else if (s->st)
     udx_stream_destroy(s->st);
@@ -683,6 +660,16 @@ push_stats_layout (lua_State *L) {
 
 void
 ludx_bind_udx_stream (lua_State *L) {
+  ev_readable = ludx_rt_kind("UDX_READABLE");
+  ev_drain = ludx_rt_kind("UDX_DRAIN");
+  ev_flush = ludx_rt_kind("UDX_FLUSH");
+  ev_finish = ludx_rt_kind("UDX_FINISH");
+  ev_message = ludx_rt_kind("UDX_MESSAGE");
+  ev_close = ludx_rt_kind("UDX_CLOSE");
+  ev_finalize = ludx_rt_kind("UDX_FINALIZE");
+  ev_firewall = ludx_rt_kind("UDX_FIREWALL");
+  ev_remote_changed = ludx_rt_kind("UDX_REMOTE_CHANGED");
+  ev_trace = ludx_rt_kind("UDX_TRACE");
   static const luaL_Reg methods[] = {
       {"connect", l_connect},
       {"write", l_write},

@@ -17,6 +17,7 @@ ludx_ring_init (ludx_ring_t *r) {
     r->cap[i] = LUDX_RING_INITIAL;
   }
   r->back = 0;
+  r->fail_above = 0;
   return 0;
 }
 
@@ -34,6 +35,8 @@ ludx_ring_push (ludx_ring_t *r, uint32_t kind, uint32_t ref, int64_t a, int64_t 
   int i = r->back;
   if (r->len[i] == r->cap[i]) {
     size_t cap = r->cap[i] * 2;
+    if (r->fail_above > 0 && cap > r->fail_above)
+      return UV_ENOMEM;
     ludx_event_t *n = realloc(r->buf[i], cap * sizeof(ludx_event_t));
     if (n == NULL)
       return UV_ENOMEM;

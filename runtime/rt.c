@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,9 @@ ludx_rt_default (void) {
     goto fail;
   if (ludx_ring_init(&rt->ring) != 0)
     goto fail_loop;
+  const char *cap = getenv("LUDX_FAULT_RING_CAP");
+  if (cap != NULL)
+    rt->ring.fail_above = (size_t) strtoull(cap, NULL, 10);
   uv_timer_init(&rt->loop, &rt->wake);
   uv_unref((uv_handle_t *) &rt->wake);
   uv_async_init(&rt->loop, &rt->intr, on_intr);
@@ -85,9 +89,49 @@ ludx_rt_now_ms (ludx_rt_t *rt) {
   return (double) (uv_hrtime() - rt->t0) / 1e6;
 }
 
+static const char *kind_names[LUDX_EV_KINDS_MAX] = {
+    [LUDX_EV_SIGNAL] = "SIGNAL",
+    [LUDX_EV_INTERRUPT] = "INTERRUPT",
+    [LUDX_EV_PROC_OUTPUT] = "PROC_OUTPUT",
+    [LUDX_EV_PROC_EXIT] = "PROC_EXIT",
+    [LUDX_EV_LINE] = "LINE",
+};
+static uint32_t kinds_end = LUDX_EV_RUNTIME_KINDS;
+
+uint32_t
+ludx_rt_kind (const char *name) {
+  for (uint32_t k = 1; k < kinds_end; k++) {
+    if (kind_names[k] && strcmp(kind_names[k], name) == 0)
+      return k;
+  }
+  if (kinds_end >= LUDX_EV_KINDS_MAX) {
+    fprintf(stderr, "ludx: too many event kinds (registering %s)\n", name);
+    abort();
+  }
+  kind_names[kinds_end] = name;
+  return kinds_end++;
+}
+
+const char *
+ludx_rt_kind_name (uint32_t kind) {
+  return kind < kinds_end ? kind_names[kind] : NULL;
+}
+
+uint32_t
+ludx_rt_kinds_end (void) {
+  return kinds_end;
+}
+
 int
 ludx_rt_post (ludx_rt_t *rt, uint32_t kind, uint32_t ref, int64_t a, int64_t b) {
-  return ludx_ring_push(&rt->ring, kind, ref, a, b);
+  int err = ludx_ring_push(&rt->ring, kind, ref, a, b);
+  if (err < 0) {
+    // A lost edge-triggered event is a task that waits forever: fail loudly.
+    const char *name = ludx_rt_kind_name(kind);
+    fprintf(stderr, "ludx: cannot post event %s (ref %u) with %zu events pending: %s; aborting\n", name ? name : "?", ref, ludx_ring_pending(&rt->ring), uv_strerror(err));
+    abort();
+  }
+  return 0;
 }
 
 static void

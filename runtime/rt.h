@@ -49,6 +49,39 @@ ludx_rt_step (ludx_rt_t *rt, double timeout_ms, int *alive);
 double
 ludx_rt_now_ms (ludx_rt_t *rt);
 
+// Event kinds. The runtime's own are fixed here; every other layer (the
+// bindings) registers its kinds by name when it loads (ludx_rt_kind), so the
+// ring and the runtime know nothing of them. Lua finds each kind by name.
+enum {
+  LUDX_EV_SIGNAL = 1,      // a = signal number
+  LUDX_EV_INTERRUPT = 2,   // SIGINT while Lua was running (REPL)
+  LUDX_EV_PROC_OUTPUT = 3, // a = 1 stdout, 2 stderr: output became available
+  LUDX_EV_PROC_EXIT = 4,   // a = exit status, b = terminating signal
+  LUDX_EV_LINE = 5,        // the line reader has lines (or EOF) to take
+  LUDX_EV_RUNTIME_KINDS,   // registered kinds are numbered from here
+  LUDX_EV_KINDS_MAX = 128
+};
+
+// The kind registered under name (the same number for the same name); a new
+// name gets the next free number. Names are static strings. Running out of
+// kinds is a programming error: the process aborts with a message.
+uint32_t
+ludx_rt_kind (const char *name);
+
+// The name of a kind, or NULL. Kinds are 1 .. ludx_rt_kinds_end() - 1.
+const char *
+ludx_rt_kind_name (uint32_t kind);
+
+uint32_t
+ludx_rt_kinds_end (void);
+
+// Appends an event for Lua. It never fails silently: several kinds are
+// posted only on an empty -> non-empty edge, so one lost event would leave a
+// task waiting forever. When the ring cannot grow (out of memory) the process
+// aborts with a message naming the event; otherwise it returns 0.
+//
+// Fault injection: LUDX_FAULT_RING_CAP=N in the environment (read when the
+// runtime starts) makes the ring's growth past N records fail.
 int
 ludx_rt_post (ludx_rt_t *rt, uint32_t kind, uint32_t ref, int64_t a, int64_t b);
 

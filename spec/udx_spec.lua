@@ -96,6 +96,32 @@ describe("udx sockets", function()
     b:close()
   end))
 
+  it("a datagram larger than UDP or the path allows is EMSGSIZE, not sent", run(function()
+    local a = assert(udx.bind("127.0.0.1", 0))
+    local b = assert(udx.bind("127.0.0.1", 0))
+    local _, pb = b:address()
+    -- the largest IPv4 UDP payload leaves through loopback (MTU 64 KiB;
+    -- udx's receive side drops it as truncated, which is not tested here)
+    assert.is_true(a:send(string.rep("x", 65507), pb, "127.0.0.1"))
+    local ok, msg, code = a:send(string.rep("x", 65508), pb, "127.0.0.1")
+    assert.is_nil(ok)
+    assert.are.equal("EMSGSIZE", code, tostring(msg))
+    -- the kernel's refusal (a path MTU below the datagram), injected
+    assert(a:set_fault({ send_error = 1, send_errno = "EMSGSIZE", direction = "tx" }))
+    ok, msg, code = a:send("small but refused", pb, "127.0.0.1")
+    assert.is_nil(ok)
+    assert.are.equal("EMSGSIZE", code, tostring(msg))
+    -- other send errors stay transient: counted, dropped, true
+    assert(a:set_fault({ send_error = 1, send_errno = "ENETUNREACH", direction = "tx" }))
+    assert.is_true(a:send("dropped", pb, "127.0.0.1"))
+    assert(a:set_fault(nil))
+    assert(a:send("after", pb, "127.0.0.1"))
+    assert.are.equal("after", (b:recv(2000)))
+    assert.is_true(a:stats().send_err_msgsize >= 1)
+    a:close()
+    b:close()
+  end))
+
   it("asks for libudx's buffer sizes", run(function()
     local a = assert(udx.bind("127.0.0.1", 0))
     local snd, rcv = a:buffer_sizes()
@@ -202,6 +228,35 @@ describe("udx streams", function()
     local ok, _, wcode = s2:write("x")
     assert.is_nil(ok)
     assert.are.equal("ECONNRESET", wcode)
+    a:close()
+    b:close()
+  end))
+
+  it("wait_readable, wait_drain, error and handle: the methods layers above use", run(function()
+    local s1, s2, a, b = pair()
+    assert.are.equal("userdata", type(s1:handle()))
+    assert.is_nil(s1:error())
+    -- nothing buffered: waits, and times out
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { s2:wait_readable(10) })
+    assert(s1:write("abc"))
+    assert.is_true(s2:wait_readable(5000))
+    assert.are.equal("abc", s2:read())
+    -- a write above the high-water mark, then its drain
+    local r = s1:handle():write(string.rep("d", 4 * 1024 * 1024))
+    if r == 0 then assert.is_true(s1:wait_drain(10000)) end
+    assert(s1:finish(10000))
+    -- the end is next: no wait
+    local got = 0
+    while got < 4 * 1024 * 1024 do got = got + #assert(s2:read(nil, 10000)) end
+    assert.is_true(s2:wait_readable(5000))
+    assert.is_nil(s2:read(nil, 5000))
+    assert.is_true(s2:wait_readable())
+    -- after a close: its error; waits end at once
+    s2:close()
+    local msg, code = s2:error()
+    assert.are.equal("ECANCELED", code, tostring(msg))
+    assert.is_true(s2:wait_readable(5000))
+    s1:close()
     a:close()
     b:close()
   end))

@@ -1,7 +1,9 @@
 -- ludx.secretstream: @hyperswarm/secret-stream over any byte stream.
 --
 -- The raw stream needs only read([max][, timeout]), write(data[, timeout]),
--- finish([timeout]) and close() (a udx stream, or ludx.pipe in tests). Its
+-- finish([timeout]) and close() (a udx stream, or ludx.pipe in tests); over
+-- a udx stream it also uses the stream's handle(), wait_readable(),
+-- wait_drain() and error() (documented in ludx.udx). Its
 -- write must take the whole buffer even when it returns ETIMEDOUT (the udx
 -- contract: the wait is for the drain, not for room). Encryption and framing
 -- happen in C (core.crypto.framer), one frame per write, never per packet
@@ -284,7 +286,7 @@ end
 -- the stream's read buffer (framer:feed_udx), with no Lua string for the
 -- raw bytes.
 local function pump_udx(self)
-  local raw, framer, h = self.raw, self.framer, self.raw.h
+  local raw, framer, h = self.raw, self.framer, self.raw:handle()
   while true do
     while self.rbytes >= READ_HIGHWATER and not (self.err or self.closed) do
       self.pump_waiters:wait("secretstream reader backpressure")
@@ -292,10 +294,11 @@ local function pump_udx(self)
     if self.err or self.closed then return end
     local data, used, code = framer:feed_udx(h)
     if data == false then
-      raw.readers:wait("secretstream read")
+      raw:wait_readable()
     elseif data == nil then
       if used then return fail(self, used, code) end
-      if raw.err_code and raw.err_code ~= "ECANCELED" then return fail(self, raw.err_msg, raw.err_code) end
+      local rmsg, rcode = raw:error()
+      if rcode and rcode ~= "ECANCELED" then return fail(self, rmsg, rcode) end
       return on_eof(self)
     else
       self.raw_bytes_in = self.raw_bytes_in + used
@@ -543,13 +546,13 @@ function Stream:write(data, timeout)
     -- encrypted in C and queued on the udx stream; waits only above its
     -- high-water mark
     local r
-    r, m, c = self.framer:encrypt_udx(self.raw.h, data)
+    r, m, c = self.framer:encrypt_udx(self.raw:handle(), data)
     if r == nil then
       fail(self, m, c)
       ok = nil
     else
       self.last_write = now()
-      if r == 0 then ok, m, c = self.raw.writers:wait("secretstream drain", left(deadline), "write") end
+      if r == 0 then ok, m, c = self.raw:wait_drain(left(deadline)) end
     end
     unlock(self)
   elseif ok then
@@ -559,7 +562,12 @@ function Stream:write(data, timeout)
     unlock(self)
   end
   self.writing = false
-  if not ok then return nil, m, c end
+  if not ok then
+    -- the stream failed meanwhile (a frame did not decrypt...): its own
+    -- error, not the raw stream's ECANCELED from our close
+    if self.err then return nil, self.err.msg, self.err.code end
+    return nil, m, c
+  end
   return true
 end
 
@@ -587,6 +595,7 @@ function Stream:finish(timeout)
   local r = pack(self.raw:finish(left(deadline)))
   unlock(self)
   self.finish_busy = false
+  if r[1] == nil and self.err then return nil, self.err.msg, self.err.code end
   return unpack(r, 1, r.n)
 end
 

@@ -104,7 +104,10 @@ function Socket:address()
   return self.h:address()
 end
 
---- Sends one raw datagram. ttl is optional (1..255).
+--- Sends one raw datagram. ttl is optional (1..255). A datagram larger
+-- than UDP or the path allows gives nil, msg, "EMSGSIZE" (nothing is sent);
+-- other send errors (unreachable...) are transient: counted in stats(),
+-- the datagram is dropped and send returns true.
 function Socket:send(data, port, host, ttl)
   if type(data) ~= "string" then bad_arg("data", "send", "string", type(data)) end
   check.port(port, "port", "send", 1)
@@ -326,6 +329,43 @@ function Stream:read(a, b)
     self.reading = false
     if ok == nil and c then return nil, m, c end
   end
+end
+
+--- Waits until bytes (or the end) may be there to read: true at once when
+-- bytes are buffered, the end is next or the stream is closed, else after
+-- the next readable event; nil, "timed out", "ETIMEDOUT" after timeout ms.
+-- Take the bytes with read() (or, for the C framer, through handle()).
+function Stream:wait_readable(timeout)
+  timeout = timeout_arg(timeout, "wait_readable")
+  local n, eof = self.h:readable()
+  if self.closed or n > 0 or eof then return true end
+  local ok, m, c = self.readers:wait("read", timeout, "wait_readable")
+  if ok == nil and c then return nil, m, c end
+  return true
+end
+
+--- After a write above the high-water mark (a C-side write that returned
+-- 0): waits until the queue is below it again. true; nil, msg, code when
+-- the stream closes first or after timeout ms (ETIMEDOUT).
+function Stream:wait_drain(timeout)
+  timeout = timeout_arg(timeout, "wait_drain")
+  if self.closed then return close_error(self) end
+  local ok, m, c = self.writers:wait("write drain", timeout, "wait_drain")
+  if ok == nil then return nil, m, c end
+  return true
+end
+
+--- msg, code of the error that ended the stream (ECANCELED after our own
+-- close), or nil while it is open or after a clean end.
+function Stream:error()
+  if self.err_code then return self.err_msg, self.err_code end
+  return nil
+end
+
+--- The C stream (a userdata) for C-side consumers such as
+-- core.crypto.framer's feed_udx / encrypt_udx. Valid while the object lives.
+function Stream:handle()
+  return self.h
 end
 
 --- Sends one MESSAGE datagram (unreliable, unordered).

@@ -54,3 +54,23 @@ ludx_dh (uint8_t out[LUDX_DHBYTES], const uint8_t secret_key[LUDX_SECRETKEYBYTES
   }
   return 0;
 }
+
+void
+ludx_secretbox (uint8_t *box, const uint8_t *msg, size_t len, const uint8_t nonce[LUDX_SECRETBOX_NONCEBYTES], const uint8_t key[LUDX_SECRETBOX_KEYBYTES]) {
+  crypto_secretbox_easy(box, msg, len, nonce, key);
+}
+
+int
+ludx_secretbox_open (uint8_t *msg, const uint8_t *box, size_t box_len, const uint8_t nonce[LUDX_SECRETBOX_NONCEBYTES], const uint8_t key[LUDX_SECRETBOX_KEYBYTES]) {
+  if (box_len < LUDX_SECRETBOX_MACBYTES)
+    return LUDX_CRYPTO_EDECRYPT;
+  return crypto_secretbox_open_easy(msg, box, box_len, nonce, key) == 0 ? 0 : LUDX_CRYPTO_EDECRYPT;
+}
+
+void
+ludx_randombytes (uint8_t *out, size_t n, const uint8_t seed[LUDX_SEEDBYTES]) {
+  if (seed)
+    randombytes_buf_deterministic(out, n, seed);
+  else
+    randombytes_buf(out, n);
+}

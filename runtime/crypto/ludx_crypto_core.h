@@ -112,6 +112,24 @@ ludx_hkdf (uint8_t *out, size_t out_len, const uint8_t *salt, size_t salt_len, c
 void
 ludx_wipe (void *p, size_t len);
 
+/* XSalsa20-Poly1305 secretbox (the holepunch payloads of hyperdht). box is
+ * len + LUDX_SECRETBOX_MACBYTES bytes: mac || ciphertext. open: 0 or
+ * LUDX_CRYPTO_EDECRYPT (also for a box shorter than the mac). */
+#define LUDX_SECRETBOX_NONCEBYTES 24
+#define LUDX_SECRETBOX_KEYBYTES   32
+#define LUDX_SECRETBOX_MACBYTES   16
+
+void
+ludx_secretbox (uint8_t *box, const uint8_t *msg, size_t len, const uint8_t nonce[LUDX_SECRETBOX_NONCEBYTES], const uint8_t key[LUDX_SECRETBOX_KEYBYTES]);
+
+int
+ludx_secretbox_open (uint8_t *msg, const uint8_t *box, size_t box_len, const uint8_t nonce[LUDX_SECRETBOX_NONCEBYTES], const uint8_t key[LUDX_SECRETBOX_KEYBYTES]);
+
+/* n random bytes; with a 32-byte seed the same seed gives the same bytes
+ * (for tests and deterministic data). */
+void
+ludx_randombytes (uint8_t *out, size_t n, const uint8_t seed[LUDX_SEEDBYTES]);
+
 #ifdef __cplusplus
 }
 #endif

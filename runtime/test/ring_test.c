@@ -3,6 +3,8 @@
 #include <assert.h>
 #include <stdio.h>
 
+#include <uv.h>
+
 #include "ring.h"
 
 #define CHECK(c)                                                            \
@@ -43,6 +45,19 @@ main (void) {
   ev = ludx_ring_swap(&r, &n);
   CHECK(n == 0);
 
+  ludx_ring_free(&r);
+
+  // fault injection: growth past fail_above fails with UV_ENOMEM and keeps
+  // what was there (ludx_rt_post turns this into a loud abort)
+  CHECK(ludx_ring_init(&r) == 0);
+  r.fail_above = 256;
+  for (int i = 0; i < 256; i++)
+    CHECK(ludx_ring_push(&r, 3, (uint32_t) i, 0, 0) == 0);
+  CHECK(ludx_ring_push(&r, 3, 256, 0, 0) == UV_ENOMEM);
+  CHECK(ludx_ring_pending(&r) == 256);
+  ev = ludx_ring_swap(&r, &n);
+  CHECK(n == 256 && ev[255].ref == 255);
+  CHECK(ludx_ring_push(&r, 3, 0, 0, 0) == 0);
   ludx_ring_free(&r);
   printf("ring: ok\n");
   return 0;

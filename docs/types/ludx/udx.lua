@@ -47,7 +47,7 @@ local C1 = {}
 ---@return string family
 function C1:address() end
 
---- Sends one raw (non-UDX) datagram.
+--- Sends one raw (non-UDX) datagram. Larger than UDP or the path allows: nil, msg, "EMSGSIZE" (nothing sent); other send errors are transient (counted in stats, dropped, true).
 ---@param data string
 ---@param port integer
 ---@param host? string
@@ -154,6 +154,29 @@ function C2:send(msg) end
 ---@return string? err
 ---@return string? code
 function C2:recv(timeout) end
+
+--- Waits until bytes (or the end) may be there to read: true at once when bytes are buffered or the stream is closed, else after the next readable event. For layers that read through handle().
+---@param timeout? number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C2:wait_readable(timeout) end
+
+--- After a C-side write that returned 0 (above the high-water mark): waits until the queue is below it again; nil, msg, code when the stream closes first.
+---@param timeout? number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C2:wait_drain(timeout) end
+
+--- The error that ended the stream (ECANCELED after our own close), or nil while open or after a clean end.
+---@return string? err
+---@return string? code
+function C2:error() end
+
+--- The C stream, for C-side consumers such as core.crypto.framer (feed_udx, encrypt_udx).
+---@return userdata h
+function C2:handle() end
 
 --- Live counters: rtt_ms, min_rtt_ms, cwnd, inflight, mtu, pacing_rate, bbr_bw, bbr_state, bytes/packets each way, retransmits, rto_count, tlp_count, lost, write_queued, read_buffered, ...
 ---@return table stats

@@ -1,0 +1,105 @@
+-- ludx.secretstream over real udx streams: bytes injected into the raw
+-- stream (an on-path attacker who can send from the peer's address; from
+-- any other address the udx layer drops them) end the SecretStream with
+-- EDECRYPT as soon as a frame fails, for its reader and its writer (a
+-- writer waiting for the raw stream to drain got ECANCELED before).
+-- A forged length prefix cannot be told from a long frame until its bytes
+-- are in: the stream then fails at once, not at a timeout.
+local ludx = require "ludx"
+local udx = require "ludx.udx"
+local secretstream = require "ludx.secretstream"
+local H = require "helper"
+local run = H.run
+
+local function u32le(n)
+  return string.char(n % 256, math.floor(n / 256) % 256, math.floor(n / 65536) % 256, math.floor(n / 16777216) % 256)
+end
+
+-- Two connected udx streams (ids 1 and 2) and their SecretStreams, ready,
+-- with one message each way already through.
+local function pair()
+  local sa = assert(udx.bind("127.0.0.1", 0))
+  local sb = assert(udx.bind("127.0.0.1", 0))
+  local _, pa = sa:address()
+  local _, pb = sb:address()
+  local ra = assert(udx.stream(1))
+  local rb = assert(udx.stream(2))
+  assert(ra:connect(sa, 2, pb, "127.0.0.1"))
+  assert(rb:connect(sb, 1, pa, "127.0.0.1"))
+  local x = secretstream.wrap(ra, { initiator = true })
+  local y = secretstream.wrap(rb, { initiator = false })
+  assert(x:ready(10000))
+  assert(y:ready(10000))
+  assert(x:write("hello"))
+  assert.are.equal("hello", y:read(nil, 10000))
+  assert(y:write("hi"))
+  assert.are.equal("hi", x:read(nil, 10000))
+  -- every packet so far is acknowledged: the next seq of ra is settled
+  assert(ra:flush(10000))
+  return { sa = sa, sb = sb, pb = pb, ra = ra, rb = rb, x = x, y = y }
+end
+
+local function close(p)
+  p.x:close()
+  p.y:close()
+  p.sa:close()
+  p.sb:close()
+end
+
+-- A DATA packet for rb (id 2) at ra's next seq, sent from ra's own socket:
+-- the receiver takes it as the next bytes of the stream.
+local function inject(p, payload)
+  local seq, ack = p.ra:handle():seq_ack()
+  local pkt = string.char(0xff, 1, 0x01, 0) .. u32le(2) .. u32le(4 * 1024 * 1024) .. u32le(seq) .. u32le(ack) .. payload
+  assert(p.sa:send(pkt, p.pb, "127.0.0.1"))
+end
+
+describe("secretstream over udx: injected bytes", function()
+  -- {name, payload, bytes the real peer writes afterwards}
+  local cases = {
+    -- a whole frame of the right shape whose tag does not authenticate
+    { "a forged frame", string.char(40, 0, 0) .. string.rep("\0", 40), 0 },
+    -- a length prefix promising more than was sent: the length is not
+    -- authenticated before the frame's tag, so the stream fails the moment
+    -- the claimed bytes are in (here the real peer's next writes)
+    { "a forged length prefix (64 KiB)", string.char(0, 0, 1) .. string.rep("x", 100), 128 * 1024 },
+    { "a forged length prefix (1 MiB)", string.char(0, 0, 16) .. string.rep("x", 100), 1536 * 1024 },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1] .. " ends the stream with EDECRYPT for its reader and writer", run(function()
+      local p = pair()
+      local reader = ludx.spawn("reader", function() return p.y:read(nil, 8000) end)
+      inject(p, c[2])
+      if c[3] > 0 then
+        -- the real peer goes on; its writes end once its stream is reset
+        ludx.spawn("peer", function()
+          for _ = 1, c[3] / 16384 do
+            if not p.x:write(string.rep("p", 16384), 8000) then return end
+          end
+        end)
+      end
+      local data, msg, code = reader:join()
+      assert.is_nil(data)
+      assert.are.equal("EDECRYPT", code, tostring(msg))
+      local ok, wmsg, wcode = p.y:write("after", 8000)
+      assert.is_nil(ok)
+      assert.are.equal("EDECRYPT", wcode, tostring(wmsg))
+      close(p)
+    end, 30000))
+  end
+
+  it("a writer waiting for the raw stream to drain gets EDECRYPT too", run(function()
+    local p = pair()
+    local big = string.rep("w", 8 * 1024 * 1024)
+    local writer = ludx.spawn("writer", function() return p.y:write(big, 8000) end)
+    local reader = ludx.spawn("reader", function() return p.y:read(nil, 8000) end)
+    ludx.sleep(0)
+    inject(p, string.char(40, 0, 0) .. string.rep("\0", 40))
+    local _, _, rcode = reader:join()
+    assert.are.equal("EDECRYPT", rcode)
+    local ok, wmsg, wcode = writer:join()
+    assert.is_nil(ok)
+    assert.are.equal("EDECRYPT", wcode, tostring(wmsg))
+    close(p)
+  end, 30000))
+end)
