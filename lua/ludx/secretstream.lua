@@ -632,5 +632,9 @@ function Stream:stats()
   return s
 end
 
+-- destroy() is the immediate end of every object; a SecretStream's graceful
+-- end is finish(), so destroy() and close() are the same.
+Stream.destroy = Stream.close
+
 M.Stream = Stream
 return M

@@ -64,6 +64,10 @@ function C1:finish(timeout) end
 ---@return true ok
 function C1:close() end
 
+--- As close (the graceful end is finish()). Idempotent; waiting readers and writers get a code.
+---@return true ok
+function C1:destroy() end
+
 --- The raw stream's stats plus frames_in/out, keepalives, plaintext_in/out.
 ---@return table stats
 function C1:stats() end
