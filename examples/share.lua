@@ -5,7 +5,6 @@
 --   ludx examples/share.lua [PATH]     shares PATH (default: this examples
 --                                      folder) and fetches it back into a
 --                                      temporary folder, on a local DHT
-local ludx = require "ludx"
 local dht = require "ludx.dht"
 local share = require "ludx.share"
 local progress = require "ludx.progress"

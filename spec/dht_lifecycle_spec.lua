@@ -89,6 +89,7 @@ describe("dht lifecycle", function()
     assert.are_not.equal("ETIMEDOUT", code)
     data, msg, code = conn:read(nil, 600000)
     assert.is_nil(data)
+    assert.is_string(msg)
     assert.are_not.equal("ETIMEDOUT", code)
     assert.is_string(code)
     -- the server side: its node's destroy wakes the handler's read
@@ -214,6 +215,7 @@ describe("dht keys", function()
     assert.are.same({ "invalid public key", "EINVAL" }, { msg, code })
     -- the identity point: small order, no usable key either
     conn, msg, code = node:connect("\1" .. string.rep("\0", 31), { timeout = 600000 })
+    assert.is_nil(conn)
     assert.are.same({ "invalid public key", "EINVAL" }, { msg, code })
     local q
     q, msg, code = node:find_peer(bad)

@@ -14,7 +14,7 @@ function H.run(fn, timeout)
   timeout = timeout or 20000
   return function()
     local timed_out = false
-    local ok, msg, tb = ludx.run(function()
+    local ok, msg = ludx.run(function()
       local watchdog = ludx.after(timeout, function()
         timed_out = true
         for _, t in ipairs(ludx.tasks()) do ludx.cancel(t.id, "test timed out after " .. timeout .. " ms") end

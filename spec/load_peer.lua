@@ -18,7 +18,7 @@ for i = 1, n do
   ludx.spawn("r" .. i, function()
     local h, bytes = core.hasher(), 0
     while true do
-      local chunk, msg, code = s:read(nil, 60000)
+      local chunk, _, code = s:read(nil, 60000)
       if not chunk then
         if code then
           io.write(string.format("%d %d error:%s\n", i, bytes, code))

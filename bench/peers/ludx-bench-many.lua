@@ -77,7 +77,7 @@ local function main(argv)
 
   local u0, s0 = cpu_ms()
   local t0 = core.wallclock()
-  local result = {}
+  local result
   local err
   if sender then
     local buf = core.datagen(o.seed):next(o.chunk)

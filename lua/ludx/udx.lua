@@ -51,7 +51,7 @@ M.READ_MAX = 65536
 
 -- Reads (timeout) or (max, timeout) or ({max=, timeout=}).
 local function read_args(a, b, fname)
-  local max, timeout = nil, nil
+  local max, timeout
   if type(a) == "table" then
     max, timeout = a.max, a.timeout
   else
