@@ -68,6 +68,7 @@ function Server:listen(keypair, timeout)
     relay = nil,
     record = self.announcer.record,
     onpeerhandshake = function(hs, req) return self:_on_peer_handshake(hs, req) end,
+    is_relay = function(addr) return self.announcer:is_relay(addr) end,
     onpeerholepunch = function(msg, req, respond)
       local hs = self.holepunches[msg.id]
       if not hs or not hs.punch or self.closed then return respond(nil) end
