@@ -96,3 +96,131 @@ describe("relay paths aimed at a third party", function()
     tn:destroy()
   end, 60000))
 end)
+
+---------------------------------------------------------------------------
+-- Floods of valid first messages
+
+local process = require "ludx.process"
+local hex = require("ludx.crypto").hex
+local U = require "hardening_util"
+
+-- Open file descriptors of this process.
+local function fds()
+  local f = assert(io.open("/proc/self/stat"))
+  local pid = f:read("*n")
+  f:close()
+  local n = 0
+  local p = io.popen("ls /proc/" .. pid .. "/fd 2>/dev/null")
+  if not p then return 0 end
+  for _ in p:lines() do n = n + 1 end
+  p:close()
+  return n
+end
+
+local function percentile(list, q)
+  if #list == 0 then return nil end
+  local l = {}
+  for i, v in ipairs(list) do l[i] = v end
+  table.sort(l)
+  return l[math.min(#l, math.floor(q * #l) + 1)]
+end
+
+-- Starts the flooding peer against node (the server's node) and waits for
+-- its "ready"; state.done gets its last line.
+local function flood(node, kp, rate, seconds, mode)
+  local _, port = node:address()
+  local p = assert(process.spawn(H.ludx_bin, {
+    "spec/attack_handshake_peer.lua", tostring(port), hex(dht.hash(kp.public_key)), hex(kp.public_key),
+    tostring(rate), tostring(seconds), "16", mode,
+  }))
+  local line = assert(p:read_line(120000))
+  assert.are.equal("ready", line)
+  local state = {}
+  ludx.spawn("flood reader", function()
+    state.done = p:read_line(seconds * 1000 + 60000) or "lost"
+  end)
+  return p, state
+end
+
+local function echo(conn)
+  local data = conn:read(nil, 10000)
+  if data then conn:write(data) end
+  conn:finish(5000)
+  conn:close()
+end
+
+local RATE = tonumber(os.getenv("LUDX_FLOOD_RATE") or "2000")
+
+describe("a flood of valid Noise first messages", function()
+  it("leaves pending handshakes and tasks bounded; a legitimate client still connects", run(function()
+    local tn = assert(dht.testnet(3, { timeout = 20000 }))
+    local sn = assert(tn:create_node())
+    local kp = dht.keypair(string.rep("\8", 32))
+    local server = sn:server(echo)
+    assert(server:listen(kp, 20000))
+    local cn = assert(tn:create_node())
+    -- warm up: the client knows the way
+    local c0 = assert(cn:connect(kp.public_key, { timeout = 10000 }))
+    c0:close()
+    local tasks0, rss0 = #ludx.tasks(), U.rss()
+    local p, state = flood(sn, kp, RATE, 6, "direct")
+    local ok, lat, tries, max_pending, max_tasks = 0, {}, 0, 0, 0
+    while not state.done or tries < 10 do
+      tries = tries + 1
+      local t0 = ludx.now()
+      local conn = cn:connect(kp.public_key, { timeout = 5000 })
+      if conn and conn:write("ping") and conn:read(nil, 5000) == "ping" then
+        ok = ok + 1
+        lat[#lat + 1] = ludx.now() - t0
+      end
+      if conn then conn:close() end
+      max_pending = math.max(max_pending, server.pending or 0)
+      max_tasks = math.max(max_tasks, #ludx.tasks())
+      if tries >= 200 then break end
+    end
+    while not state.done do ludx.sleep(50) end
+    p:close()
+    local st = server.stats or { handshakes = -1, refused = -1, evicted = -1, duplicates = -1 }
+    local rss = U.rss()
+    io.stderr:write(string.format(
+      "  [handshake flood] %s; legit %d/%d connected, p50 %s ms, p95 %s ms, p99 %s ms, max %s ms; server: %d handshakes, %d refused, "
+        .. "%d evicted, %d duplicates; pending max %d; tasks %d -> max %d; rss +%.1f MB\n",
+      state.done, ok, tries, tostring(percentile(lat, 0.5)), tostring(percentile(lat, 0.95)), tostring(percentile(lat, 0.99)),
+      tostring(percentile(lat, 1)), st.handshakes, st.refused,
+      st.evicted, st.duplicates, max_pending, tasks0, max_tasks, (rss - rss0) / 1e6))
+    assert.is_true(ok >= 0.9 * tries, ok .. "/" .. tries)
+    assert.is_true(max_pending <= (server.max_pending or 256))
+    -- a task per waiting handshake at most, not one per first message
+    assert.is_true(max_tasks <= tasks0 + (server.max_pending or 256) + 64, "tasks " .. max_tasks)
+    server:close({ fast = true })
+    cn:destroy()
+    sn:destroy()
+    tn:destroy()
+  end, 180000))
+
+  it("at a firewalled server opens no socket per relayed handshake", run(function()
+    local tn = assert(dht.testnet(3, { timeout = 20000 }))
+    local sn = assert(tn:create_node({ firewalled = true, quick_firewall = false }))
+    assert.is_true(sn:is_firewalled())
+    local kp = dht.keypair(string.rep("\9", 32))
+    local server = sn:server(echo)
+    assert(server:listen(kp, 20000))
+    local fds0 = fds()
+    local p, state = flood(sn, kp, RATE, 3, "relayed")
+    local max_fds, max_pending = fds0, 0
+    while not state.done do
+      max_fds = math.max(max_fds, fds())
+      max_pending = math.max(max_pending, server.pending or 0)
+      ludx.sleep(100)
+    end
+    p:close()
+    local st = server.stats or { handshakes = -1, refused = -1, evicted = -1, duplicates = -1 }
+    io.stderr:write(string.format("  [relayed flood] %s; server: %d handshakes, %d refused, %d evicted; pending max %d; fds %d -> max %d\n",
+      state.done, st.handshakes, st.refused, st.evicted, max_pending, fds0, max_fds))
+        assert.is_true(max_pending <= (server.max_pending or 256))
+    assert.is_true(max_fds <= fds0 + (server.max_punchers or 32) + 8, "fds " .. fds0 .. " -> " .. max_fds)
+    server:close({ fast = true })
+    sn:destroy()
+    tn:destroy()
+  end, 180000))
+end)

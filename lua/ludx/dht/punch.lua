@@ -219,6 +219,7 @@ function M.puncher(dht, session, initiator, remote_firewall)
     initiator = initiator,
     onconnect = function() end,
     onabort = function() end,
+    onclose = nil, -- called once when the puncher lets its socket go
     punching = false,
     connected = false,
     destroyed = false,
@@ -358,12 +359,19 @@ end
 
 --- Stops; onabort() fires unless we connected. The socket is closed
 -- unless a connected stream still uses it (closing then waits for it).
+function Puncher:_closed()
+  local fn = self.onclose
+  self.onclose = nil
+  if fn then fn() end
+end
+
 function Puncher:destroy()
   if self.destroyed then return end
   self.destroyed = true
   self.punching = false
   self:_cancel_timers()
   self.nat:destroy()
+  self:_closed()
   if not self.connected then
     self.socket:close()
     self.onabort()
@@ -372,6 +380,7 @@ end
 
 --- Releases the socket once a stream is connected on it.
 function Puncher:release()
+  self:_closed()
   self.destroyed = true
   self.punching = false
   self:_cancel_timers()
