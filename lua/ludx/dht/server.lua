@@ -13,6 +13,7 @@ local announcer_mod = require "ludx.dht.announcer"
 local errors = require "ludx.dht.errors"
 local holepunch = require "ludx.dht.holepunch"
 local punch = require "ludx.dht.punch"
+local cache = require "ludx.dht.cache"
 
 local FIREWALL, ERROR = consts.FIREWALL, consts.ERROR
 local HANDSHAKE_CLEAR_WAIT = 10000
@@ -25,16 +26,18 @@ local M = {}
 -- multiplications, a stream and a task until the client connects, so they
 -- are admitted before any crypto: per source (the client's address, or the
 -- relay's when the relay is not one of ours) and in all, per second; the
--- first two from a source are preferred once half the budget is used.
+-- first two from a source are preferred once half the budget is used, and
+-- sources whose handshake connected before skip the overall budget.
 -- Handshakes waiting for their client are capped per source (more are
 -- refused) and in all (the oldest is dropped). Failed handshakes leave no
 -- state; puncher sockets open only when a holepunch round arrives.
-M.MAX_HANDSHAKES = 500 -- admitted per second, in all
+M.MAX_HANDSHAKES = 250 -- admitted per second, in all
 M.MAX_HANDSHAKES_PER_SOURCE = 16 -- admitted per second from one source
 M.MAX_PENDING = 256 -- handshakes waiting for their client
 M.MAX_PENDING_PER_SOURCE = 8
 M.MAX_PUNCHERS = 32 -- puncher sockets open at once
 M.MAX_REMEMBERED = 8192 -- answered first messages kept 10 s for duplicates
+M.MAX_KNOWN_SOURCES = 1024 -- sources whose last handshake connected (10 min)
 
 local Server = {}
 Server.__index = Server
@@ -70,6 +73,9 @@ function M.new(node, handler, opts)
     window = -1, -- the second the admission counts belong to
     admitted = 0,
     admitted_by_source = {},
+    -- sources that completed a handshake are not held back by a flood
+    -- from others (only by their own per-source caps)
+    known = cache.new({ env = node.h.env, max_size = opts.max_known_sources or M.MAX_KNOWN_SOURCES, max_age = 10 * 60 * 1000 }),
     holepunches = {},
     next_hp_id = 0,
     stats = { handshakes = 0, refused = 0, failed = 0, evicted = 0, duplicates = 0 },
@@ -179,9 +185,12 @@ function Server:_admit(source)
   end
   local n = self.admitted_by_source[source] or 0
   if (self.pending_by_source[source] or 0) >= self.max_pending_per_source then return false end
-  if n >= self.max_handshakes_per_source or self.admitted >= self.max_handshakes then return false end
-  -- past half the budget only a source's first two go through
-  if n >= 2 and self.admitted * 2 >= self.max_handshakes then return false end
+  if n >= self.max_handshakes_per_source then return false end
+  if not self.known:get(source) then
+    if self.admitted >= self.max_handshakes then return false end
+    -- past half the budget only a source's first two go through
+    if n >= 2 and self.admitted * 2 >= self.max_handshakes then return false end
+  end
   self.admitted_by_source[source] = n + 1
   self.admitted = self.admitted + 1
   return true
@@ -359,6 +368,7 @@ function Server:_add_handshake(noise, client_address, direct, source)
       return
     end
     hs.done = true
+    self.known:set(hs.source, true)
     local secretstream = require "ludx.secretstream"
     local conn = secretstream.wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
     conn.udx_stream = stream
