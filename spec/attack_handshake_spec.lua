@@ -227,3 +227,24 @@ describe("a flood of valid Noise first messages", function()
     tn:destroy()
   end, 180000))
 end)
+
+describe("a peer's holepunch addresses", function()
+  it("are capped: a peer cannot aim our probes at a list of strangers", function()
+    local punch = require "ludx.dht.punch"
+    local sent = {}
+    local fake = {
+      env = { after = function() return { cancel = function() end } end, now = function() return 0 end },
+      firewalled = true,
+      nodes = { length = 0 },
+      acquire_socket = function()
+        return { send = function(_, _, port, host) sent[#sent + 1] = host .. ":" .. port end, close = function() end }
+      end,
+    }
+    local p = assert(punch.puncher(fake, nil, true, consts.FIREWALL.CONSISTENT))
+    local addrs = {}
+    for i = 1, 50 do addrs[i] = { host = "10.0.0." .. i, port = 1000 + i } end
+    p:update_remote({ addresses = addrs, firewall = consts.FIREWALL.CONSISTENT, punching = true, verified = "10.0.0.1" })
+    assert.are.equal(punch.MAX_REMOTE_ADDRESSES or 8, #p.remote_addresses)
+    p:destroy()
+  end)
+end)

@@ -236,9 +236,14 @@ function M.puncher(dht, session, initiator, remote_firewall)
   return self
 end
 
+-- A remote names the addresses we probe: at most this many (probes are
+-- 1-byte datagrams, but a peer must not aim them at a list of strangers).
+M.MAX_REMOTE_ADDRESSES = 8
+
 function Puncher:update_remote(o)
   local list = {}
-  for _, a in ipairs(o.addresses or {}) do
+  for i, a in ipairs(o.addresses or {}) do
+    if i > M.MAX_REMOTE_ADDRESSES then break end
     local verified = o.verified == a.host
     for _, old in ipairs(self.remote_addresses) do
       if old.verified and old.host == a.host then verified = true end
