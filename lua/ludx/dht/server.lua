@@ -46,6 +46,8 @@ Server.__index = Server
 -- remote_public_key, payload, client_address) -> true refuses a client;
 -- opts.max_handshakes, max_handshakes_per_source (per second),
 -- max_pending, max_pending_per_source, max_punchers: the caps above.
+-- server.onrefuse(source, reason, admitted, from, peer_address), when set,
+-- sees each refused first message ("pending", "rate" or "budget").
 function M.new(node, handler, opts)
   opts = opts or {}
   return setmetatable({
@@ -78,7 +80,7 @@ function M.new(node, handler, opts)
     known = cache.new({ env = node.h.env, max_size = opts.max_known_sources or M.MAX_KNOWN_SOURCES, max_age = 10 * 60 * 1000 }),
     holepunches = {},
     next_hp_id = 0,
-    stats = { handshakes = 0, refused = 0, failed = 0, evicted = 0, duplicates = 0 },
+    stats = { handshakes = 0, refused = 0, refused_pending = 0, refused_rate = 0, refused_budget = 0, failed = 0, evicted = 0, duplicates = 0 },
     listening = false,
     closed = false,
     connections = 0,
@@ -184,12 +186,21 @@ function Server:_admit(source)
     self.admitted_by_source = {}
   end
   local n = self.admitted_by_source[source] or 0
-  if (self.pending_by_source[source] or 0) >= self.max_pending_per_source then return false end
-  if n >= self.max_handshakes_per_source then return false end
+  local st = self.stats
+  if (self.pending_by_source[source] or 0) >= self.max_pending_per_source then
+    st.refused_pending = st.refused_pending + 1
+    return false, "pending"
+  end
+  if n >= self.max_handshakes_per_source then
+    st.refused_rate = st.refused_rate + 1
+    return false, "rate"
+  end
   if not self.known:get(source) then
-    if self.admitted >= self.max_handshakes then return false end
     -- past half the budget only a source's first two go through
-    if n >= 2 and self.admitted * 2 >= self.max_handshakes then return false end
+    if self.admitted >= self.max_handshakes or (n >= 2 and self.admitted * 2 >= self.max_handshakes) then
+      st.refused_budget = st.refused_budget + 1
+      return false, "budget"
+    end
   end
   self.admitted_by_source[source] = n + 1
   self.admitted = self.admitted + 1
@@ -253,8 +264,10 @@ function Server:_on_peer_handshake(msg, req)
   local vouched = msg.peer_address == nil or (self.announcer and self.announcer:is_relay(from))
   local src = vouched and client or from
   local source = src.host .. ":" .. src.port
-  if not self:_admit(source) then
+  local admitted, why = self:_admit(source)
+  if not admitted then
     self.stats.refused = self.stats.refused + 1
+    if self.onrefuse then self.onrefuse(source, why, self.admitted_by_source[source], req.from, msg.peer_address) end
     return nil
   end
   hs = self:_add_handshake(k, client, msg.peer_address == nil, source)
