@@ -228,6 +228,37 @@ describe("a flood of valid Noise first messages", function()
   end, 180000))
 end)
 
+describe("failed handshakes", function()
+  it("leave no state behind", run(function()
+    local tn = assert(dht.testnet(3, { timeout = 20000 }))
+    local sn = assert(tn:create_node())
+    local kp = dht.keypair(string.rep("\10", 32))
+    local server = sn:server(function(conn) conn:close() end, { max_handshakes_per_source = 1e9, max_handshakes = 1e9 })
+    assert(server:listen(kp, 20000))
+    local target = dht.hash(kp.public_key)
+    local _, port = sn:address()
+    -- from 10 ports (one port is capped at 200 requests a second)
+    for s = 1, 10 do
+      local attacker = assert(udx.bind(LOCAL, 0))
+      for i = 1, 100 do
+        -- 32-byte "ephemeral key" plus garbage: the Noise message fails to open
+        local junk = string.rep(string.char(i % 256), 32) .. string.rep(string.char(s), 64 + i % 64)
+        local value = compact.encode(hm.handshake, { mode = hm.FROM_CLIENT, noise = junk })
+        assert(attacker:send(request(s * 1000 + i, port, C.PEER_HANDSHAKE, target, value), port, LOCAL))
+      end
+      sync(attacker, port, 60000 + s)
+      attacker:close()
+    end
+    local kept = 0
+    for _ in pairs(server.connects) do kept = kept + 1 end
+    io.stderr:write(string.format("  [garbage] 1000 failed first messages: %d remembered\n", kept))
+    assert.are.equal(0, kept)
+    server:close({ fast = true })
+    sn:destroy()
+    tn:destroy()
+  end, 60000))
+end)
+
 describe("a peer's holepunch addresses", function()
   it("are capped: a peer cannot aim our probes at a list of strangers", function()
     local punch = require "ludx.dht.punch"
