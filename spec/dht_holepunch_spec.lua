@@ -74,8 +74,8 @@ describe("holepunching (simulated firewalls)", function()
     server.router:set(target, {
       record = ann.record,
       onpeerhandshake = function()
-        hs = hs or holepunch.prepare(server, secret, FIREWALL.UNKNOWN)
-        return { noise = "reply", socket = hs.puncher.socket }
+        hs = hs or holepunch.prepare(server, secret, FIREWALL.UNKNOWN, function(fw) return punch.puncher(server, server:session(), false, fw) end)
+        return { noise = "reply" }
       end,
       onpeerholepunch = function(msg, req, respond)
         if msg.id ~= 0 or not hs then return respond(nil) end
@@ -87,13 +87,14 @@ describe("holepunching (simulated firewalls)", function()
     assert(world:run({ until_fn = function() return started end, max_ms = 60000 }))
     assert.is_true(#ann.relays >= 1)
 
-    -- the handshake goes through a relay; the reply leaves from the puncher
+    -- the handshake goes through a relay; no puncher socket yet (it opens
+    -- with the first holepunch round)
     local relay = ann.relays[1].relay_address
     local reply
     client.router:peer_handshake(target, { noise = "msg1" }, relay, function(r) reply = r end)
     assert(world:run({ until_fn = function() return reply end, max_ms = 10000 }))
     assert.is_true(reply.relayed)
-    assert.are.equal(hs.puncher.socket.port, reply.server_address.port)
+    assert.is_nil(hs.puncher)
 
     local path, err
     local puncher = holepunch.client(client, {
@@ -127,7 +128,7 @@ describe("holepunching (simulated firewalls)", function()
     local kp = crypto.keypair()
     local target = crypto.hash(kp.public_key)
     local ann = announcer.new(server, kp, target)
-    local hs = holepunch.prepare(server, crypto.hash("right"), FIREWALL.UNKNOWN)
+    local hs = holepunch.prepare(server, crypto.hash("right"), FIREWALL.UNKNOWN, function(fw) return punch.puncher(server, server:session(), false, fw) end)
     server.router:set(target, {
       record = ann.record,
       onpeerhandshake = function() return { noise = "x" } end,

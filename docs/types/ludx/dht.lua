@@ -177,7 +177,7 @@ function C1:mutable_put(keypair, value, opts) end
 ---@return string? code
 function C1:mutable_get(public_key, opts) end
 
---- A server: handler(conn) runs as a task for each connection (conn is a SecretStream). opts.firewall(remote_public_key, payload, address) -> true refuses a client.
+--- A server: handler(conn) runs as a task for each connection (conn is a SecretStream). opts.firewall(remote_public_key, payload, address) -> true refuses a client. Caps against handshake floods (see ludx.dht.server): opts.max_handshakes (250 a second), max_handshakes_per_source (16 a second), max_pending (256 waiting for their client), max_pending_per_source (8), max_punchers (32 puncher sockets).
 ---@param handler function
 ---@param opts? table
 ---@return ludx.dht.Server server

@@ -146,18 +146,25 @@ end
 ---------------------------------------------------------------------------
 -- Server side
 
---- The holepunch state of one handshake: a puncher (its socket carries
--- the handshake reply) and the payload box. Destroyed after 10 s unless
--- punching starts.
-function M.prepare(h, secret, remote_firewall)
-  local puncher = punch.puncher(h, h:session(), false, remote_firewall)
+--- The holepunch state of one handshake: the payload box, and open(
+-- remote_firewall) -> a puncher or nil, called at the first holepunch
+-- round (so a handshake costs no socket until a holepunch starts). The
+-- puncher is destroyed 10 s after it opened unless punching starts.
+function M.prepare(h, secret, remote_firewall, open)
+  return { puncher = nil, opened = false, open = open, remote_firewall = remote_firewall, payload = punch.payload(secret, h.env), round = 0 }
+end
+
+local function open_puncher(h, hs)
+  if hs.opened then return hs.puncher end
+  hs.opened = true
+  local puncher = hs.open(hs.remote_firewall)
   if not puncher then return nil end
-  local hs = { puncher = puncher, payload = punch.payload(secret, h.env), round = 0 }
+  hs.puncher = puncher
   hs.timer = h.env.after(HANDSHAKE_INITIAL_TIMEOUT, function()
     hs.timer = nil
     if not puncher.punching and not puncher.connected then puncher:destroy() end
   end)
-  return hs
+  return puncher
 end
 
 local function abort_reply(h, hs, err)
@@ -180,7 +187,7 @@ function M.on_holepunch(h, announcer, hs, msg, req, respond)
   if not peer_address then return respond(nil) end
   local rp = hs.payload:decrypt(msg.payload)
   if not rp then return respond(nil) end
-  local p = hs.puncher
+  local p = open_puncher(h, hs)
   if not p or p.destroyed then return respond(abort_reply(h, hs)) end
   local is_server_relay = announcer:is_relay(req.from)
   if rp.error ~= ERROR.NONE then

@@ -29,7 +29,8 @@ local function filter_node(node)
 end
 
 --- opts as ludx.dht.rpc.new, plus max_size / max_age (storage limits),
--- keypair (default key pair).
+-- max_relay_pending (relayed handshakes awaiting the server's answer, see
+-- ludx.dht.router), keypair (default key pair).
 function M.new(opts)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
@@ -37,7 +38,7 @@ function M.new(opts)
   local self = rpc.new(o)
   setmetatable(self, HyperDHT)
   self.default_keypair = opts.keypair
-  self.router = router_mod.new(self, { max_size = opts.max_size, max_age = opts.max_age })
+  self.router = router_mod.new(self, { max_size = opts.max_size, max_age = opts.max_age, max_pending = opts.max_relay_pending })
   self.persistent = nil
   self.plugins = {}
   self.listening = {}

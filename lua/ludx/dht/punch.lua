@@ -219,6 +219,7 @@ function M.puncher(dht, session, initiator, remote_firewall)
     initiator = initiator,
     onconnect = function() end,
     onabort = function() end,
+    onclose = nil, -- called once when the puncher lets its socket go
     punching = false,
     connected = false,
     destroyed = false,
@@ -235,9 +236,14 @@ function M.puncher(dht, session, initiator, remote_firewall)
   return self
 end
 
+-- A remote names the addresses we probe: at most this many (probes are
+-- 1-byte datagrams, but a peer must not aim them at a list of strangers).
+M.MAX_REMOTE_ADDRESSES = 8
+
 function Puncher:update_remote(o)
   local list = {}
-  for _, a in ipairs(o.addresses or {}) do
+  for i, a in ipairs(o.addresses or {}) do
+    if i > M.MAX_REMOTE_ADDRESSES then break end
     local verified = o.verified == a.host
     for _, old in ipairs(self.remote_addresses) do
       if old.verified and old.host == a.host then verified = true end
@@ -358,12 +364,19 @@ end
 
 --- Stops; onabort() fires unless we connected. The socket is closed
 -- unless a connected stream still uses it (closing then waits for it).
+function Puncher:_closed()
+  local fn = self.onclose
+  self.onclose = nil
+  if fn then fn() end
+end
+
 function Puncher:destroy()
   if self.destroyed then return end
   self.destroyed = true
   self.punching = false
   self:_cancel_timers()
   self.nat:destroy()
+  self:_closed()
   if not self.connected then
     self.socket:close()
     self.onabort()
@@ -372,6 +385,7 @@ end
 
 --- Releases the socket once a stream is connected on it.
 function Puncher:release()
+  self:_closed()
   self.destroyed = true
   self.punching = false
   self:_cancel_timers()

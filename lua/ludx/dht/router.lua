@@ -18,14 +18,32 @@ local FROM_CLIENT, FROM_SERVER, FROM_RELAY, FROM_SECOND_RELAY, REPLY =
 
 local M = {}
 
+-- Relay state (issue 13): a node forwards a server's answer (FROM_SERVER)
+-- only for a request it relayed itself (same target and tid), and only to
+-- the client that sent it; a client's holepunch goes only to an address the
+-- node knows serves the target (its forward entry, or the source of a
+-- FROM_SERVER it relayed). So relay paths cannot aim bytes at a third party.
+M.MAX_PENDING = 4096 -- relayed requests awaiting the server's answer
+M.PENDING_AGE = 20000 -- ms such a request waits (servers answer within seconds)
+M.MAX_SERVER_ADDRESSES = 4 -- server addresses remembered per target
+
 local Router = {}
 Router.__index = Router
 
+--- opts: max_size / max_age (forward entries), max_pending (relayed
+-- requests remembered, default M.MAX_PENDING), pending_age (ms).
 function M.new(dht, opts)
   opts = opts or {}
+  local max_pending = opts.max_pending or M.MAX_PENDING
+  local pending_age = opts.pending_age or M.PENDING_AGE
   return setmetatable({
     dht = dht,
     forwards = cache.new({ env = dht.env, max_size = opts.max_size or 65536, max_age = opts.max_age or 20 * 60 * 1000 }),
+    -- target .. mode .. tid -> the client address
+    pending = cache.new({ env = dht.env, max_size = max_pending, max_age = pending_age }),
+    -- target -> { addresses a relayed FROM_SERVER came from }
+    servers = cache.new({ env = dht.env, max_size = max_pending, max_age = pending_age }),
+    stats = { relayed = 0, refused = 0 },
   }, Router)
 end
 
@@ -51,7 +69,51 @@ local function decode(codec, v)
 end
 
 local function same_addr(a, b)
-  return a.host == b.host and a.port == b.port
+  return a ~= nil and b ~= nil and a.host == b.host and a.port == b.port
+end
+
+local function pending_key(kind, req)
+  return req.target .. kind .. string.char(req.tid % 256, math.floor(req.tid / 256) % 256)
+end
+
+-- We relay a client's request towards a server: remember whom to answer.
+function Router:_expect(kind, req)
+  self.pending:set(pending_key(kind, req), { host = req.from.host, port = req.from.port })
+  self.stats.relayed = self.stats.relayed + 1
+end
+
+-- A server's answer: the client we relayed for (and forget it), or nil.
+function Router:_answer(kind, req, peer_address)
+  local k = pending_key(kind, req)
+  local client = self.pending:get(k)
+  if not client or not same_addr(client, peer_address) then
+    self.stats.refused = self.stats.refused + 1
+    return nil
+  end
+  self.pending:delete(k)
+  local list = self.servers:get(req.target)
+  if not list then
+    list = {}
+    self.servers:set(req.target, list)
+  end
+  local known = false
+  for _, a in ipairs(list) do
+    if same_addr(a, req.from) then known = true end
+  end
+  if not known then
+    if #list >= M.MAX_SERVER_ADDRESSES then table.remove(list, 1) end
+    list[#list + 1] = { host = req.from.host, port = req.from.port }
+  end
+  return client
+end
+
+-- Is addr where the server of target may be reached through us?
+function Router:_server_address(target, state, addr)
+  if state and same_addr(state.relay, addr) then return true end
+  for _, a in ipairs(self.servers:get(target) or {}) do
+    if same_addr(a, addr) then return true end
+  end
+  return false
 end
 
 function Router:on_peer_handshake(req)
@@ -63,6 +125,9 @@ function Router:on_peer_handshake(req)
 
   if state and state.onpeerhandshake then
     if #noise == 0 then return end
+    -- a second relay's hop must come from a node we announced to (it names
+    -- the first relay, where our answer goes)
+    if mode == FROM_SECOND_RELAY and not (state.is_relay and state.is_relay(req.from)) then return end
     local reply = state.onpeerhandshake({ noise = noise, peer_address = peer_address }, req)
     if not reply or not reply.noise then return end
     local opts = { socket = reply.socket, token = false, closer_nodes = false }
@@ -79,18 +144,22 @@ function Router:on_peer_handshake(req)
 
   if mode == FROM_CLIENT then
     if #noise == 0 then return end
-    if not relay and not relay_address then
+    -- only along our forward entry (hyperdht clients never name a relay)
+    if not relay or (relay_address and not same_addr(relay_address, relay)) then
       -- not ours and no route: help the client route
       return req:reply(nil, { token = false, closer_nodes = true })
     end
-    req:relay(compact.encode(hm.handshake, { mode = FROM_RELAY, noise = noise, peer_address = req.from }), relay_address or relay)
+    self:_expect("h", req)
+    req:relay(compact.encode(hm.handshake, { mode = FROM_RELAY, noise = noise, peer_address = req.from }), relay)
   elseif mode == FROM_RELAY then
     if not relay or #noise == 0 then return end
     req:relay(compact.encode(hm.handshake, { mode = FROM_SECOND_RELAY, noise = noise, peer_address = peer_address, relay_address = req.from }), relay)
   elseif mode == FROM_SERVER then
-    if not peer_address or #noise == 0 then return end
+    if not peer_address or #noise == 0 or not req.target then return end
+    local client = self:_answer("h", req, peer_address)
+    if not client then return end
     req:reply(compact.encode(hm.handshake, { mode = REPLY, noise = noise, peer_address = req.from }),
-      { to = peer_address, token = false, closer_nodes = false })
+      { to = client, token = false, closer_nodes = false })
   end
 end
 
@@ -102,8 +171,14 @@ function Router:on_peer_holepunch(req)
   local relay = state and state.relay
 
   if mode == FROM_CLIENT then
-    if not peer_address and not relay then return end
-    req:relay(compact.encode(hm.holepunch, { mode = FROM_RELAY, id = id, payload = payload, peer_address = req.from }), peer_address or relay)
+    if not req.target then return end
+    local to = peer_address or relay
+    if not to or not self:_server_address(req.target, state, to) then
+      self.stats.refused = self.stats.refused + 1
+      return
+    end
+    self:_expect("p", req)
+    req:relay(compact.encode(hm.holepunch, { mode = FROM_RELAY, id = id, payload = payload, peer_address = req.from }), to)
   elseif mode == FROM_RELAY then
     if not (state and state.onpeerholepunch) or not peer_address then return end
     -- the server may answer later (it samples its NAT first)
@@ -113,8 +188,11 @@ function Router:on_peer_holepunch(req)
         { socket = reply.socket })
     end)
   elseif mode == FROM_SERVER then
+    if not peer_address or not req.target then return end
+    local client = self:_answer("p", req, peer_address)
+    if not client then return end
     req:reply(compact.encode(hm.holepunch, { mode = REPLY, id = id, payload = payload, peer_address = req.from }),
-      { to = peer_address, token = false, closer_nodes = false })
+      { to = client, token = false, closer_nodes = false })
   end
 end
 

@@ -12,6 +12,8 @@ local consts = require "ludx.dht.constants"
 local announcer_mod = require "ludx.dht.announcer"
 local errors = require "ludx.dht.errors"
 local holepunch = require "ludx.dht.holepunch"
+local punch = require "ludx.dht.punch"
+local cache = require "ludx.dht.cache"
 
 local FIREWALL, ERROR = consts.FIREWALL, consts.ERROR
 local HANDSHAKE_CLEAR_WAIT = 10000
@@ -19,11 +21,33 @@ local HANDSHAKE_INITIAL_TIMEOUT = 10000
 
 local M = {}
 
+-- Caps on what clients (and floods of valid Noise first messages) can cost
+-- a server (issue 13). A handshake costs four Ed25519 scalar
+-- multiplications, a stream and a task until the client connects, so they
+-- are admitted before any crypto: per source (the client's address, or the
+-- relay's when the relay is not one of ours) and in all, per second; the
+-- first two from a source are preferred once half the budget is used, and
+-- sources whose handshake connected before skip the overall budget.
+-- Handshakes waiting for their client are capped per source (more are
+-- refused) and in all (the oldest is dropped). Failed handshakes leave no
+-- state; puncher sockets open only when a holepunch round arrives.
+M.MAX_HANDSHAKES = 250 -- admitted per second, in all
+M.MAX_HANDSHAKES_PER_SOURCE = 16 -- admitted per second from one source
+M.MAX_PENDING = 256 -- handshakes waiting for their client
+M.MAX_PENDING_PER_SOURCE = 8
+M.MAX_PUNCHERS = 32 -- puncher sockets open at once
+M.MAX_REMEMBERED = 8192 -- answered first messages kept 10 s for duplicates
+M.MAX_KNOWN_SOURCES = 1024 -- sources whose last handshake connected (10 min)
+
 local Server = {}
 Server.__index = Server
 
 --- node: the ludx.dht node; handler(conn) per connection. opts.firewall(
--- remote_public_key, payload, client_address) -> true refuses a client.
+-- remote_public_key, payload, client_address) -> true refuses a client;
+-- opts.max_handshakes, max_handshakes_per_source (per second),
+-- max_pending, max_pending_per_source, max_punchers: the caps above.
+-- server.onrefuse(source, reason, admitted, from, peer_address), when set,
+-- sees each refused first message ("pending", "rate" or "budget").
 function M.new(node, handler, opts)
   opts = opts or {}
   return setmetatable({
@@ -32,11 +56,31 @@ function M.new(node, handler, opts)
     handler = handler,
     firewall = opts.firewall,
     keepalive = opts.keepalive or 5000,
+    max_handshakes = opts.max_handshakes or M.MAX_HANDSHAKES,
+    max_handshakes_per_source = opts.max_handshakes_per_source or M.MAX_HANDSHAKES_PER_SOURCE,
+    max_pending = opts.max_pending or M.MAX_PENDING,
+    max_pending_per_source = opts.max_pending_per_source or M.MAX_PENDING_PER_SOURCE,
+    max_punchers = opts.max_punchers or M.MAX_PUNCHERS,
+    max_remembered = opts.max_remembered or M.MAX_REMEMBERED,
     keypair = nil,
     target = nil,
     announcer = nil,
-    connects = {},
+    connects = {}, -- first message -> handshake (answered, kept 10 s)
+    remembered = { head = 1, tail = 0 }, -- handshakes in answer order
+    nremembered = 0,
+    waiting = { head = 1, tail = 0 }, -- handshakes waiting for their client, oldest first
+    pending = 0,
+    pending_by_source = {},
+    punchers = 0,
+    window = -1, -- the second the admission counts belong to
+    admitted = 0,
+    admitted_by_source = {},
+    -- sources that completed a handshake are not held back by a flood
+    -- from others (only by their own per-source caps)
+    known = cache.new({ env = node.h.env, max_size = opts.max_known_sources or M.MAX_KNOWN_SOURCES, max_age = 10 * 60 * 1000 }),
     holepunches = {},
+    next_hp_id = 0,
+    stats = { handshakes = 0, refused = 0, refused_pending = 0, refused_rate = 0, refused_budget = 0, failed = 0, evicted = 0, duplicates = 0 },
     listening = false,
     closed = false,
     connections = 0,
@@ -70,9 +114,10 @@ function Server:listen(keypair, timeout)
     relay = nil,
     record = self.announcer.record,
     onpeerhandshake = function(hs, req) return self:_on_peer_handshake(hs, req) end,
+    is_relay = function(addr) return self.announcer:is_relay(addr) end,
     onpeerholepunch = function(msg, req, respond)
       local hs = self.holepunches[msg.id]
-      if not hs or not hs.punch or self.closed then return respond(nil) end
+      if not hs or not hs.punch or hs.settled or self.closed then return respond(nil) end
       holepunch.on_holepunch(self.h, self.announcer, hs.punch, msg, req, respond)
     end,
   })
@@ -90,10 +135,14 @@ function Server:close(opts)
   self.closed = true
   self.node.servers[self] = nil
   if self.target then self.h.router:delete(self.target) end
-  for _, hs in pairs(self.connects) do
-    if hs and hs.stream and not hs.done then pcall(hs.stream.close, hs.stream) end
+  local q = self.waiting
+  for i = q.head, q.tail do
+    local hs = q[i]
+    if hs and not hs.settled and hs.stream then pcall(hs.stream.close, hs.stream) end
   end
   self.connects = {}
+  self.remembered = { head = 1, tail = 0 }
+  self.nremembered = 0
   if self.announcer then
     local ann = self.announcer
     if opts and opts.fast then
@@ -123,36 +172,148 @@ local function new_stream()
 end
 M.new_stream = new_stream
 
+-- Forgets answered first messages older than 10 s (or past the cap).
+function Server:_sweep(now)
+  local q = self.remembered
+  while q.head <= q.tail do
+    local hs = q[q.head]
+    if hs.at + HANDSHAKE_CLEAR_WAIT > now and self.nremembered <= self.max_remembered then break end
+    q[q.head] = nil
+    q.head = q.head + 1
+    self.nremembered = self.nremembered - 1
+    if self.connects[hs.k] == hs then self.connects[hs.k] = nil end
+  end
+end
+
+-- May a new first message from `source` cost a handshake now?
+function Server:_admit(source)
+  local window = math.floor(self.h.env.now() / 1000)
+  if window ~= self.window then
+    self.window = window
+    self.admitted = 0
+    self.admitted_by_source = {}
+  end
+  local n = self.admitted_by_source[source] or 0
+  local st = self.stats
+  if (self.pending_by_source[source] or 0) >= self.max_pending_per_source then
+    st.refused_pending = st.refused_pending + 1
+    return false, "pending"
+  end
+  if n >= self.max_handshakes_per_source then
+    st.refused_rate = st.refused_rate + 1
+    return false, "rate"
+  end
+  if not self.known:get(source) then
+    -- past half the budget only a source's first two go through
+    if self.admitted >= self.max_handshakes or (n >= 2 and self.admitted * 2 >= self.max_handshakes) then
+      st.refused_budget = st.refused_budget + 1
+      return false, "budget"
+    end
+  end
+  self.admitted_by_source[source] = n + 1
+  self.admitted = self.admitted + 1
+  return true
+end
+
+-- A handshake waits for its client: counted, the oldest dropped past the cap.
+function Server:_wait(hs)
+  local q = self.waiting
+  while self.pending >= self.max_pending and q.head <= q.tail do
+    local old = q[q.head]
+    q[q.head] = nil
+    q.head = q.head + 1
+    if not old.settled then
+      self.stats.evicted = self.stats.evicted + 1
+      self:_settle(old)
+      if old.stream then pcall(old.stream.close, old.stream) end
+    end
+  end
+  q.tail = q.tail + 1
+  q[q.tail] = hs
+  self.pending = self.pending + 1
+  self.pending_by_source[hs.source] = (self.pending_by_source[hs.source] or 0) + 1
+end
+
+-- The handshake no longer waits (connected, failed or dropped).
+function Server:_settle(hs)
+  if hs.settled then return end
+  hs.settled = true
+  self.pending = self.pending - 1
+  local n = self.pending_by_source[hs.source] - 1
+  self.pending_by_source[hs.source] = n > 0 and n or nil
+  if hs.hp_id and self.holepunches[hs.hp_id] == hs then self.holepunches[hs.hp_id] = nil end
+  if hs.punch and hs.punch.timer then
+    hs.punch.timer:cancel()
+    hs.punch.timer = nil
+  end
+  local q = self.waiting
+  while q.head <= q.tail and q[q.head].settled do
+    q[q.head] = nil
+    q.head = q.head + 1
+  end
+end
+
 -- Synchronous (runs from the router): the Noise reply, or nil.
 function Server:_on_peer_handshake(msg, req)
   if self.closed then return nil end
   local k = msg.noise
+  local now = self.h.env.now()
+  self:_sweep(now)
   local hs = self.connects[k]
-  if not hs then
-    hs = self:_add_handshake(msg.noise, msg.peer_address or req.from, req, msg.peer_address == nil) or false
-    self.connects[k] = hs
-    -- the same msg1 (through another relay) gets the same reply for a while
-    self.h.env.after(HANDSHAKE_CLEAR_WAIT, function()
-      if self.connects[k] == hs then self.connects[k] = nil end
-    end)
+  if hs then
+    -- the same first message (through another relay) gets the same reply
+    self.stats.duplicates = self.stats.duplicates + 1
+    return { noise = hs.reply }
   end
-  if not hs then return nil end
-  -- a server that will holepunch answers from its puncher socket, so the
-  -- relay tells the client that address
-  return { noise = hs.reply, socket = hs.punch and hs.punch.puncher.socket or nil }
+  -- the client's address counts as the source when one of our relays
+  -- vouches for it; anyone else is counted by its own address
+  local from = req.from
+  local client = msg.peer_address or from
+  local vouched = msg.peer_address == nil or (self.announcer and self.announcer:is_relay(from))
+  local src = vouched and client or from
+  local source = src.host .. ":" .. src.port
+  local admitted, why = self:_admit(source)
+  if not admitted then
+    self.stats.refused = self.stats.refused + 1
+    if self.onrefuse then self.onrefuse(source, why, self.admitted_by_source[source], req.from, msg.peer_address) end
+    return nil
+  end
+  hs = self:_add_handshake(k, client, msg.peer_address == nil, source)
+  if not hs then
+    -- nothing is kept for a failed handshake
+    self.stats.failed = self.stats.failed + 1
+    return nil
+  end
+  self.stats.handshakes = self.stats.handshakes + 1
+  hs.k, hs.at = k, now
+  self.connects[k] = hs
+  local q = self.remembered
+  q.tail = q.tail + 1
+  q[q.tail] = hs
+  self.nremembered = self.nremembered + 1
+  return { noise = hs.reply }
 end
 
 function Server:_holepunch_id(hs)
-  local id = 0
-  while self.holepunches[id] do id = id + 1 end
+  local id = self.next_hp_id
+  while self.holepunches[id] do id = (id + 1) % 65536 end
+  self.next_hp_id = (id + 1) % 65536
   self.holepunches[id] = hs
-  self.h.env.after(HANDSHAKE_CLEAR_WAIT + HANDSHAKE_INITIAL_TIMEOUT, function()
-    if self.holepunches[id] == hs then self.holepunches[id] = nil end
-  end)
+  hs.hp_id = id
   return id
 end
 
-function Server:_add_handshake(noise, client_address, req, direct)
+-- A puncher socket for a holepunch that starts, within max_punchers.
+function Server:_open_puncher(hs, remote_firewall)
+  if self.closed or hs.settled or self.punchers >= self.max_punchers then return nil end
+  local p = punch.puncher(self.h, self.h:session(), false, remote_firewall)
+  if not p then return nil end
+  self.punchers = self.punchers + 1
+  p.onclose = function() self.punchers = self.punchers - 1 end
+  return p
+end
+
+function Server:_add_handshake(noise, client_address, direct, source)
   local h = self.h
   local hs_noise = crypto.noise_ik(false, self.keypair)
   local plain = hs_noise:recv(noise)
@@ -169,13 +330,14 @@ function Server:_add_handshake(noise, client_address, req, direct)
     stream, sid = new_stream()
     if not stream then err = ERROR.ABORTED end
   end
-  if stream then
-    stream:firewall("connect", remote.udx.id)
-    self.node:_own(stream) -- node:destroy() ends the handshake task
+  if stream then self.node:_own(stream) end -- node:destroy() ends the handshake task
+  local hs = { done = false, settled = true, source = source, stream = stream }
+  local hp_id = (stream and not our_remote) and self:_holepunch_id(hs) or 0
+  local function fail()
+    if stream then stream:close() end
+    if hs.hp_id then self.holepunches[hs.hp_id] = nil end
+    return nil
   end
-
-  local hs = { stream = stream, done = false }
-  local hp_id = (not our_remote) and self:_holepunch_id(hs) or 0
   local relay_addresses = self.announcer.relay_addresses
   local reply = hs_noise:send(compact.encode(hm.noise_payload, {
     error = err,
@@ -186,45 +348,49 @@ function Server:_add_handshake(noise, client_address, req, direct)
     secret_stream = {},
     relay_addresses = #relay_addresses > 0 and relay_addresses or nil,
   }))
-  if not reply or not hs_noise:complete() then
-    if stream then stream:close() end
-    return nil
-  end
+  if not reply or not hs_noise:complete() then return fail() end
   local r = hs_noise:result()
   if self.firewall then
     local ok, refuse = pcall(self.firewall, r.remote_public_key, remote, client_address)
-    if not ok or refuse then
-      if stream then stream:close() end
-      return nil
-    end
+    if not ok or refuse then return fail() end
   end
   hs.reply = reply
   if err ~= ERROR.NONE then
-    if stream then stream:close() end
+    -- an error reply is remembered for duplicates, nothing waits
+    fail()
+    hs.stream = nil
     return hs
   end
+  stream:firewall("connect", remote.udx.id)
+  hs.settled = false
+  self:_wait(hs)
   local handshake = { tx = r.tx, rx = r.rx, hash = r.hash, public_key = self.keypair.public_key, remote_public_key = r.remote_public_key }
 
-  if remote.firewall == FIREWALL.OPEN or direct then
-    local sock = direct and req.socket or h:socket()
-    stream:connect(sock.udx, remote.udx.id, client_address.port, client_address.host)
-  elseif not our_remote then
-    -- we are not reachable: the client holepunches to our puncher socket
-    hs.punch = holepunch.prepare(h, crypto.holepunch_secret(r.hash), remote.firewall)
+  if remote.firewall == FIREWALL.OPEN and not direct then
+    -- an OPEN client waits for our first packet
+    stream:connect(h:socket().udx, remote.udx.id, client_address.port, client_address.host)
+  elseif not direct and not our_remote then
+    -- we are not reachable: the client holepunches; our puncher socket
+    -- opens with the first holepunch round
+    hs.punch = holepunch.prepare(h, crypto.holepunch_secret(r.hash), remote.firewall, function(fw) return self:_open_puncher(hs, fw) end)
   end
+  -- otherwise the client connects to us (it asked us directly, or we are
+  -- OPEN): its first packet connects our stream (firewall "connect"), so a
+  -- first message never followed up costs no connection, only a pending slot
 
   ludx.spawn("dht server handshake", function()
     -- punching takes a probe round and up to 10 probe rounds of 1 s
     local ok = stream:wait_connected(hs.punch and 2 * HANDSHAKE_INITIAL_TIMEOUT or HANDSHAKE_INITIAL_TIMEOUT)
-    if hs.punch then
-      -- the stream (if any) now holds the puncher socket; closing waits for it
-      hs.punch.puncher:release()
-    end
-    if not ok or self.closed then
+    -- the stream (if any) now holds the puncher socket; closing waits for it
+    if hs.punch and hs.punch.puncher then hs.punch.puncher:release() end
+    local live = ok and not self.closed and not hs.settled
+    self:_settle(hs)
+    if not live then
       stream:close()
       return
     end
     hs.done = true
+    self.known:set(hs.source, true)
     local secretstream = require "ludx.secretstream"
     local conn = secretstream.wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
     conn.udx_stream = stream
