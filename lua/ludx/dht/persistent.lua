@@ -22,6 +22,7 @@ M.MAX_STORE_BYTES = 32 * 1024 * 1024
 -- dropped until the period ends, so one host cannot evict everyone else.
 M.MAX_STORE_BYTES_PER_HOST = 1024 * 1024
 M.QUOTA_PERIOD = 10 * 60 * 1000
+M.MAX_QUOTA_HOSTS = 65536 -- hosts tracked per period (past it a new period starts)
 -- Signature checks (announce, unannounce, mutable put) per second: in all
 -- and per address prefix (IPv4 /24, IPv6 /48). Past them the request is
 -- dropped unchecked, so forged signatures cannot eat the CPU.
@@ -68,7 +69,8 @@ function M.new(dht, opts)
       bytes = kv_bytes }),
     quota = opts.max_store_bytes_per_host or M.MAX_STORE_BYTES_PER_HOST,
     quota_since = env.now(),
-    quota_used = {}, -- host -> bytes stored this period (at most one entry per writer)
+    quota_used = {}, -- host -> bytes stored this period
+    quota_hosts = 0,
     max_verifications = opts.max_verifications or M.MAX_VERIFICATIONS,
     max_verifications_per_prefix = opts.max_verifications_per_prefix or M.MAX_VERIFICATIONS_PER_PREFIX,
     verify_second = -1,
@@ -87,12 +89,15 @@ end
 -- Charges n bytes to req's host; false when over its quota.
 function P:_charge(req, n)
   local now = self.dht.env.now()
-  if now - self.quota_since >= M.QUOTA_PERIOD then
+  if now - self.quota_since >= M.QUOTA_PERIOD or self.quota_hosts >= M.MAX_QUOTA_HOSTS then
     self.quota_since = now
     self.quota_used = {}
+    self.quota_hosts = 0
   end
   local host = req.from.host
-  local used = (self.quota_used[host] or 0) + n
+  local prev = self.quota_used[host]
+  if not prev then self.quota_hosts = self.quota_hosts + 1 end
+  local used = (prev or 0) + n
   if used > self.quota then
     self.stats.quota_dropped = self.stats.quota_dropped + 1
     return false
