@@ -7,7 +7,8 @@
 -- 127.0.0.2 or 127.0.2.1,127.0.3.1) and sends RATE requests per second
 -- round-robin over them for MS milliseconds, then prints "done SENT" and
 -- exits. MODE: "ping" (PINGs), "announce" (ANNOUNCEs with a valid token
--- and forged signatures; the token comes from one LOOKUP per host). It
+-- and forged signatures; the token comes from one LOOKUP per host), "put"
+-- (IMMUTABLE_PUTs of fresh 15 KB values, with a token). It
 -- never answers anything. Prints "ready" once bound (and tokens held).
 local ludx = require "ludx"
 local udx = require "ludx.udx"
@@ -19,7 +20,7 @@ local crypto = require "ludx.dht.crypto"
 local mode, port = arg[1], tonumber(arg[2])
 local rate, ms = tonumber(arg[5]), tonumber(arg[6])
 local nports = tonumber(arg[4])
-local LOOKUP, ANNOUNCE = 3, 4
+local LOOKUP, ANNOUNCE, IMMUTABLE_PUT = 3, 4, 8
 local target = string.rep("\42", 32)
 
 ludx.run(function()
@@ -31,7 +32,7 @@ ludx.run(function()
       socks[#socks + 1] = { s = s, host = host }
     end
   end
-  if mode == "announce" then
+  if mode == "announce" or mode == "put" then
     for _, e in ipairs(socks) do
       if not tokens[e.host] then
         for try = 1, 20 do
@@ -71,6 +72,10 @@ ludx.run(function()
         local ann = { peer = { public_key = crypto.random(32), relay_addresses = {} }, signature = crypto.random(64) }
         buf = msgs.encode_request({ tid = tid, to = { host = "127.0.0.1", port = port }, token = tokens[e.host], command = ANNOUNCE,
           target = target, value = compact.encode(hm.announce, ann) })
+      elseif mode == "put" then
+        local value = crypto.random(15 * 1024)
+        buf = msgs.encode_request({ tid = tid, to = { host = "127.0.0.1", port = port }, token = tokens[e.host], command = IMMUTABLE_PUT,
+          target = crypto.hash(value), value = value })
       else
         buf = msgs.encode_request({ tid = tid, to = { host = "127.0.0.1", port = port }, internal = true, command = msgs.PING })
       end

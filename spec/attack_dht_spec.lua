@@ -211,7 +211,15 @@ describe("DHT node under attack", function()
 
   -- A legitimate client pinging 20/s from its own /24 while a flood runs
   -- in another process; returns answered, sent, p50, p99 (ms).
-  local function legit_during(flood_args, port)
+  -- The peer's "done N" line (past the rest of its "ready" line).
+local function done_line(p)
+  for _ = 1, 3 do
+    local l = p:read_line(60000)
+    if not l or l:match("^done") then return l end
+  end
+end
+
+local function legit_during(flood_args, port)
     local process = require "ludx.process"
     local p = assert(process.spawn(H.ludx_bin, flood_args))
     assert(p:expect("ready", 30000, true))
@@ -232,7 +240,7 @@ describe("DHT node under attack", function()
       ludx.sleep(50)
     end
     ludx.sleep(1000)
-    local out = p:read_line(30000)
+    local out = done_line(p)
     p:wait(10000)
     p:close()
     sock:close()
