@@ -209,6 +209,35 @@ describe("DHT node under attack", function()
     node:destroy()
   end, 30000))
 
+  it("responses to no request of ours are dropped before decoding", run(function()
+    local node = assert(dht.bootstrapper(0, "127.0.0.1"))
+    assert(node:ready(10000))
+    local _, port = node:address()
+    local decode, calls = msgs.decode, 0
+    msgs.decode = function(...)
+      calls = calls + 1
+      return decode(...)
+    end
+    local sock = assert(udx.bind("127.0.0.60", 0))
+    local closer = {}
+    for i = 1, 20 do closer[i] = { host = "10.0.0." .. i, port = 1000 + i } end
+    local inflight = node.h.io.inflight
+    local sent = 0
+    for tid = 1, 2000 do
+      if not inflight[tid] then
+        sent = sent + 1
+        sock:send(msgs.encode_response({ tid = tid, to = { host = "127.0.0.1", port = port }, closer_nodes = closer }), port, "127.0.0.1")
+      end
+      if tid % 100 == 0 then ludx.sleep(5) end
+    end
+    ludx.sleep(200)
+    msgs.decode = decode
+    say("%d unsolicited responses: %d decoded", sent, calls)
+    assert.is_true(calls <= 10, "decoded " .. calls)
+    sock:close()
+    node:destroy()
+  end, 30000))
+
   -- A legitimate client pinging 20/s from its own /24 while a flood runs
   -- in another process; returns answered, sent, p50, p99 (ms).
   -- The peer's "done N" line (past the rest of its "ready" line).

@@ -2,7 +2,11 @@
 -- prints one line per figure. The node runs in this process; floods come
 -- from spec/attack_dht_peer.lua in another ludx process.
 --
---   build/ludx tools/attack/dht_flood.lua [SECONDS]   (default 5 per flood)
+--   build/ludx tools/attack/dht_flood.lua [SECONDS [PARTS]]
+--
+-- SECONDS per flood (default 5); PARTS a comma list of amplification,
+-- floods, delayed, storage (default all). LUDX_LUA_DIR=<old tree>/lua
+-- measures another version of the modules.
 --
 -- Figures: bytes back per byte sent for each command to a host that never
 -- answers (amplification); a legitimate client's pings (20/s, from
@@ -209,9 +213,10 @@ local function delayed()
   node:destroy()
 end
 
+local parts = arg[2] or "amplification,floods,delayed,storage"
 ludx.run(function()
-  amplification()
-  floods()
-  delayed()
-  storage()
+  if parts:find("amplification") then amplification() end
+  if parts:find("floods") then floods() end
+  if parts:find("delayed") then delayed() end
+  if parts:find("storage") then storage() end
 end)

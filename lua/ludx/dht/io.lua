@@ -461,6 +461,12 @@ function IO:onmessage(socket, data, host, port)
     self.stats.flood_dropped = self.stats.flood_dropped + 1
     return
   end
+  -- a response to no request of ours is dropped before it is decoded
+  -- (flags in one byte, as every encoder writes them, then the tid)
+  if first == msgs.RESPONSE_ID and #data >= 4 and data:byte(2) < 0x80 and not self.inflight[data:byte(3) + data:byte(4) * 256] then
+    self.stats.bad = self.stats.bad + 1
+    return
+  end
   local kind, m = msgs.decode(data)
   if not kind then
     self.stats.bad = self.stats.bad + 1
