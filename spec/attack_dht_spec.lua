@@ -238,6 +238,29 @@ describe("DHT node under attack", function()
     node:destroy()
   end, 30000))
 
+  it("a LOOKUP of a name with many records costs what it returns, not what is stored", function()
+    local cache = require "ludx.dht.cache"
+    local env = { now = function() return 0 end }
+    local r = cache.records({ env = env, max_age = 0 })
+    for i = 1, 100000 do r:add("topic", "id" .. i, "record" .. (i % 7 == 0 and "x" or "")) end
+    for i = 1, 5 do r:add("small", "id" .. i, "r" .. i) end
+    local rand = require("ludx.dht.sim").rng(7)
+    -- distinct records, all of them when fewer than asked
+    local seen = {}
+    for _, v in ipairs(r:get("small", 20, rand)) do seen[v] = true end
+    assert.are.equal(5, #r:get("small", 20, rand))
+    for i = 1, 5 do assert.is_true(seen["r" .. i]) end
+    collectgarbage("collect")
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    local got = r:get("topic", 20, rand)
+    local kb = collectgarbage("count") - before
+    collectgarbage("restart")
+    say("20 of 100000 records under one name: %.1f KB allocated", kb)
+    assert.are.equal(20, #got)
+    assert.is_true(kb < 64, "allocated " .. kb .. " KB")
+  end)
+
   -- A legitimate client pinging 20/s from its own /24 while a flood runs
   -- in another process; returns answered, sent, p50, p99 (ms).
   -- The peer's "done N" line (past the rest of its "ready" line).

@@ -217,24 +217,25 @@ function Records:remove(name, id)
   store_remove(self.stale, name, id)
 end
 
---- Up to n records of name, in random order (rand() in [0,1)).
+--- Up to n records of name, in random order (rand() in [0,1)). Costs
+-- O(n), however many records the name has (a lookup must not cost what
+-- an attacker stored under one name).
 function Records:get(name, n, rand)
   self:_age()
-  local all = {}
-  for _, s in ipairs({ self.fresh, self.stale }) do
-    local set = s.names[name]
-    if set then
-      for _, r in ipairs(set.list) do all[#all + 1] = r.value end
-    end
-  end
-  if not n or n > #all then n = #all end
+  local a, b = self.fresh.names[name], self.stale.names[name]
+  a, b = a and a.list or {}, b and b.list or {}
+  local na, total = #a, #a + #b
+  if not n or n > total then n = total end
   rand = rand or math.random
+  -- a partial Fisher-Yates over the joined index range, swaps kept sparse
+  local swapped, out = {}, {}
   for i = 1, n do
-    local j = i + math.floor(rand() * (#all - i + 1))
-    all[i], all[j] = all[j], all[i]
+    local j = i + math.floor(rand() * (total - i + 1))
+    local vi, vj = swapped[i] or i, swapped[j] or j
+    swapped[j] = vi
+    out[i] = vj <= na and a[vj].value or b[vj - na].value
   end
-  for i = #all, n + 1, -1 do all[i] = nil end
-  return all
+  return out
 end
 
 function Records:size()

@@ -434,6 +434,17 @@ function IO:_probe(host, port, socket)
   -- from the socket the request came to (NATs let that through), no id
   req.socket = socket
   req.anonymous = true
+  -- a random tid: a spoofer who knows our tid sequence must not be able
+  -- to answer in the victim's name
+  for _ = 1, 8 do
+    local tid = floor(self.env.random() * 65536)
+    if not self.inflight[tid] then
+      self.inflight[req.tid] = nil
+      req.tid = tid
+      self.inflight[tid] = req
+      break
+    end
+  end
   self.probes[host] = true
   self.nprobes = self.nprobes + 1
   self.stats.probes = self.stats.probes + 1
