@@ -86,8 +86,10 @@ function P:bytes_used()
     + self.immutables:bytes_used()
 end
 
--- Charges n bytes to req's host; false when over its quota.
-function P:_charge(req, n)
+-- Charges n bytes to req's host; false when over its quota (check_only:
+-- no charge, so a write over quota is refused before its hash or
+-- signature is checked).
+function P:_charge(req, n, check_only)
   local now = self.dht.env.now()
   if now - self.quota_since >= M.QUOTA_PERIOD or self.quota_hosts >= M.MAX_QUOTA_HOSTS then
     self.quota_since = now
@@ -96,12 +98,13 @@ function P:_charge(req, n)
   end
   local host = req.from.host
   local prev = self.quota_used[host]
-  if not prev then self.quota_hosts = self.quota_hosts + 1 end
   local used = (prev or 0) + n
   if used > self.quota then
     self.stats.quota_dropped = self.stats.quota_dropped + 1
     return false
   end
+  if check_only then return true end
+  if not prev then self.quota_hosts = self.quota_hosts + 1 end
   self.quota_used[host] = used
   return true
 end
@@ -226,6 +229,7 @@ function P:on_mutable_put(req)
   local p = decode(hm.mutable_put_request, req.value)
   if not p then return end
   if crypto.hash(p.public_key) ~= req.target then return end
+  if not self:_charge(req, kv_bytes(req.target, req.value), true) then return end
   if not self:_may_verify(req) then return end
   if not signing.verify_mutable(p.signature, p.seq, p.value, p.public_key) then return end
   local stored = self.mutables:get(req.target)
@@ -249,8 +253,11 @@ end
 
 function P:on_immutable_put(req)
   if not req.target or not req.token or not req.value then return end
+  local stored = self.immutables:get(req.target) ~= nil
+  local cost = kv_bytes(req.target, req.value)
+  if not stored and not self:_charge(req, cost, true) then return end
   if crypto.hash(req.value) ~= req.target then return end
-  if self.immutables:get(req.target) == nil and not self:_charge(req, kv_bytes(req.target, req.value)) then return end
+  if not stored and not self:_charge(req, cost) then return end
   self.immutables:set(req.target, req.value)
   req:reply(nil)
 end
