@@ -317,6 +317,20 @@ local function legit_during(flood_args, port)
     node:destroy()
   end, 60000))
 
+  it("a ping flood from 20 /24s past max_requests does not starve a client from another /24", run(function()
+    local node = assert(dht.bootstrapper(0, "127.0.0.1", { max_requests = 1000, max_requests_per_prefix = 400 }))
+    assert(node:ready(10000))
+    local _, port = node:address()
+    local hosts = {}
+    for i = 1, 20 do hosts[i] = "127.0." .. (1 + i) .. ".1" end
+    local answered, n, p50, p99, out = legit_during({ "spec/attack_dht_peer.lua", "ping", tostring(port), table.concat(hosts, ","), "10",
+      "5000", "3500" }, port)
+    say("ping flood from 20 /24s (%s): legit %d/%d answered, p50 %d ms, p99 %d ms, %d dropped", tostring(out), answered, n, p50, p99,
+      node.h.io.stats.flood_dropped)
+    assert.is_true(answered >= 0.95 * n, "answered " .. answered .. "/" .. n)
+    node:destroy()
+  end, 60000))
+
   it("a forged-signature ANNOUNCE flood from 20 /24s is held to the verification budget", run(function()
     local calls = 0
     local verify = signing.verify_announce

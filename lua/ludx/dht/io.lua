@@ -24,6 +24,9 @@ M.MAX_REQUESTS_PER_SOURCE = 200
 -- ... and from one address prefix (IPv4 /24, IPv6 /48): spreading a flood
 -- over many ports or hosts of one network does not multiply the cap.
 M.MAX_REQUESTS_PER_PREFIX = 2000
+-- A prefix that sent at most this many requests this second is served even
+-- when max_requests is reached (see IO:_flooded).
+M.QUIET_PREFIX = 50
 -- Requests that cost more than a lookup (stores, announces: a signature
 -- check or a write) get at most this share of max_requests, so pings and
 -- lookups are answered first under a flood.
@@ -340,13 +343,17 @@ function IO:_flooded(host, port)
     self.flood_sources = {}
     self.flood_prefixes = {}
   end
-  if self.flood_total >= self.max_requests then return true end
+  -- past max_requests, a prefix that sent under QUIET_PREFIX this second
+  -- is still served (up to 2 x max_requests): a flood from other networks
+  -- cannot starve a client that sends a few requests
+  if self.flood_total >= 2 * self.max_requests then return true end
+  local prefix = prefix_of(host)
+  local np = (self.flood_prefixes[prefix] or 0) + 1
+  if self.flood_total >= self.max_requests and np > M.QUIET_PREFIX then return true end
+  if np > self.max_requests_per_prefix then return true end
   local key = host .. ":" .. port
   local n = (self.flood_sources[key] or 0) + 1
   if n > self.max_requests_per_source then return true end
-  local prefix = prefix_of(host)
-  local np = (self.flood_prefixes[prefix] or 0) + 1
-  if np > self.max_requests_per_prefix then return true end
   self.flood_sources[key] = n
   self.flood_prefixes[prefix] = np
   self.flood_total = self.flood_total + 1
