@@ -11,7 +11,7 @@
 -- Figures: bytes back per byte sent for each command to a host that never
 -- answers (amplification); a legitimate client's pings (20/s, from
 -- 127.0.1.1) answered and p50/p99 during a ping flood over 200 ports of
--- 127.0.0.2 and during a forged-signature ANNOUNCE flood from 20 /24s;
+-- 127.0.0.2, one from 20 /24s, and a forged-signature ANNOUNCE flood;
 -- RSS and bytes stored under a 15 KB IMMUTABLE_PUT flood from 99 ports.
 package.path = "spec/?.lua;" .. package.path
 local ludx = require "ludx"
@@ -136,11 +136,17 @@ local function floods()
   legit_during("ping flood, 200 ports of 127.0.0.2, 40000/s", { "spec/attack_dht_peer.lua", "ping", tostring(port), "127.0.0.2", "200",
     "40000", tostring(SECS * 1000) }, port, node)
   node:destroy()
+  local hosts = {}
+  for i = 1, 20 do hosts[i] = "127.0." .. (1 + i) .. ".1" end
   node = assert(dht.bootstrapper(0, "127.0.0.1"))
   assert(node:ready(10000))
   _, port = node:address()
-  local hosts = {}
-  for i = 1, 20 do hosts[i] = "127.0." .. (1 + i) .. ".1" end
+  legit_during("ping flood, 20 /24s x 10 ports, 40000/s", { "spec/attack_dht_peer.lua", "ping", tostring(port), table.concat(hosts, ","),
+    "10", "40000", tostring(SECS * 1000) }, port, node)
+  node:destroy()
+  node = assert(dht.bootstrapper(0, "127.0.0.1"))
+  assert(node:ready(10000))
+  _, port = node:address()
   local signing = require "ludx.dht.signing"
   local calls, verify = 0, signing.verify_announce
   signing.verify_announce = function(...)

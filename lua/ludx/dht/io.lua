@@ -19,7 +19,7 @@ M.DEFAULT_MAX_WINDOW = MAX_WINDOW
 -- Incoming requests served per second: in all, and from one host:port.
 -- Far above what a node sees in normal use (a bootstrap node of a busy
 -- network, or a thousand local nodes bootstrapping at once).
-M.MAX_REQUESTS = 20000
+M.MAX_REQUESTS = 10000
 M.MAX_REQUESTS_PER_SOURCE = 200
 -- ... and from one address prefix (IPv4 /24, IPv6 /48): spreading a flood
 -- over many ports or hosts of one network does not multiply the cap.
