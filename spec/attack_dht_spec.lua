@@ -238,6 +238,16 @@ describe("DHT node under attack", function()
     node:destroy()
   end, 30000))
 
+  it("address prefixes: IPv4 /24, IPv6 /48 (mapped IPv4 as IPv4)", function()
+    local prefix = require("ludx.dht.io").prefix
+    assert.are.equal("1.2.3", prefix("1.2.3.4"))
+    assert.are.equal("1.2.3", prefix("::ffff:1.2.3.4"))
+    assert.are.equal("2001:db8:1", prefix("2001:db8:1:2::5"))
+    assert.are.equal("2001:db8:1", prefix("2001:db8:1:2:3:4:5:6"))
+    assert.are.equal("2001:db8:0", prefix("2001:DB8::1"))
+    assert.are.equal("0:0:0", prefix("::1"))
+  end)
+
   it("a LOOKUP of a name with many records costs what it returns, not what is stored", function()
     local cache = require "ludx.dht.cache"
     local env = { now = function() return 0 end }
