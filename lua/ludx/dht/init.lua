@@ -167,11 +167,7 @@ M.Node = Node
 -- (nil = 49737 or the next free, 0 = any), ephemeral (nil = adaptive),
 -- firewalled, keypair (default for listen/connect), concurrency,
 -- max_size / max_age (storage limits), max_requests /
--- max_requests_per_source / max_requests_per_prefix (the request-flood
--- caps) and amplification (see ludx.dht.io), max_store_bytes /
--- max_store_bytes_per_host / max_verifications /
--- max_verifications_per_prefix (see ludx.dht.persistent),
--- max_delayed_pings / max_delayed_pings_per_host (see ludx.dht.rpc), env /
+-- max_requests_per_source (the request-flood cap, see ludx.dht.io), env /
 -- transport (for simulation).
 function M.new(opts)
   if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", "new", "table", type(opts)) end
