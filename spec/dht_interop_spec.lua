@@ -172,6 +172,49 @@ describe("interop with Node hyperdht", function()
     peer:close()
   end, 120000))
 
+  it("a Node client on its own host reads values stored on an all-ludx network", run(function()
+    -- the client is on 127.0.0.2, the ludx nodes on 127.0.0.1: the ludx
+    -- amplification guard holds back value replies to it until it has
+    -- answered a probe (its retries then get them)
+    local tn = assert(dht.testnet(4, { timeout = 20000 }))
+    local writer = assert(tn:create_node())
+    local big = string.rep("v", 1000)
+    local put = assert(writer:immutable_put(big))
+    local mkp = dht.keypair(seed(6))
+    assert(writer:mutable_put(mkp, string.rep("w", 900), { seq = 3 }))
+    local peer = assert(node.start("dht-testnet.js", { bootstrap = tn.bootstrap[1], size = 0, host = "127.0.0.2" }, 60000))
+    local r = assert(call(peer, { cmd = "immutable-get", hash = hex(put.hash) }))
+    assert.is_true(r.found)
+    assert.are.equal(hex(big), r.value)
+    r = assert(call(peer, { cmd = "mutable-get", publicKey = hex(mkp.public_key) }))
+    assert.is_true(r.found)
+    assert.are.equal(3, r.seq)
+    assert.are.equal(hex(string.rep("w", 900)), r.value)
+    -- again with the client forgotten (as if its first request were the
+    -- get): value replies are held back, the client's retries get them
+    for _, n in ipairs(tn.nodes) do
+      local io_ = n.h.io
+      io_.verified_cur, io_.verified_prev, io_.amp_cur, io_.amp_prev = {}, {}, {}, {}
+    end
+    r = assert(call(peer, { cmd = "immutable-get", hash = hex(put.hash) }))
+    assert.are.equal(hex(big), r.value)
+    for _, n in ipairs(tn.nodes) do
+      local io_ = n.h.io
+      io_.verified_cur, io_.verified_prev, io_.amp_cur, io_.amp_prev = {}, {}, {}, {}
+    end
+    r = assert(call(peer, { cmd = "mutable-get", publicKey = hex(mkp.public_key) }))
+    assert.are.equal(hex(string.rep("w", 900)), r.value)
+    local probes, held = 0, 0
+    for _, n in ipairs(tn.nodes) do
+      probes = probes + n.h.io.stats.probes
+      held = held + n.h.io.stats.amp_dropped
+    end
+    io.stderr:write(string.format("  [interop] Node client on 127.0.0.2: %d probes, %d value replies held back\n", probes, held))
+    assert.is_true(held >= 2)
+    peer:close()
+    tn:destroy()
+  end, 90000))
+
   it("a Node client connects to a ludx server", run(function()
     local peer, bs = node_testnet({ size = 5 })
     local n = assert(dht.new({ bootstrap = bs, host = "127.0.0.1", port = 0, firewalled = false }))

@@ -4,11 +4,17 @@
 -- (or when latest reaches max_size) the oldest generation is dropped and
 -- latest becomes oldest, so an entry lives between 2/3 and 4/3 of max_age.
 -- Rotation is lazy (on access, from env.now()), so idle nodes hold no timers.
+--
+-- With opts.max_bytes (and opts.bytes(k, v) -> cost of one entry) a
+-- generation also rotates when it holds max_bytes / 2, so the two hold
+-- at most max_bytes plus one entry: the oldest writes are evicted first.
 local M = {}
 
 local function count_new()
-  return { map = {}, size = 0 }
+  return { map = {}, size = 0, bytes = 0 }
 end
+
+local function zero() return 0 end
 
 ---------------------------------------------------------------------------
 -- Cache: key -> value; get() refreshes an old entry. retain() pins one.
@@ -21,6 +27,8 @@ function M.new(opts)
   local self = setmetatable({
     max_size = opts.max_size or math.huge,
     max_age = opts.max_age or 0,
+    max_bytes = opts.max_bytes or math.huge,
+    bytes = opts.bytes or zero,
     env = opts.env,
     latest = count_new(),
     oldest = count_new(),
@@ -31,13 +39,21 @@ function M.new(opts)
   return self
 end
 
-local function gen_set(g, k, v)
-  if g.map[k] == nil then g.size = g.size + 1 end
+local function gen_set(c, g, k, v)
+  local old = g.map[k]
+  if old == nil then
+    g.size = g.size + 1
+  else
+    g.bytes = g.bytes - c.bytes(k, old)
+  end
+  g.bytes = g.bytes + c.bytes(k, v)
   g.map[k] = v
 end
 
-local function gen_delete(g, k)
-  if g.map[k] == nil then return false end
+local function gen_delete(c, g, k)
+  local old = g.map[k]
+  if old == nil then return false end
+  g.bytes = g.bytes - c.bytes(k, old)
   g.map[k] = nil
   g.size = g.size - 1
   return true
@@ -63,20 +79,26 @@ end
 function Cache:set(k, v)
   self:_age()
   if self.retained.map[k] ~= nil then return self end
-  gen_set(self.latest, k, v)
-  gen_delete(self.oldest, k)
-  if self.latest.size >= self.max_size then self:_gc() end
+  gen_set(self, self.latest, k, v)
+  gen_delete(self, self.oldest, k)
+  if self.latest.size >= self.max_size or self.latest.bytes >= self.max_bytes / 2 then self:_gc() end
   return self
 end
 
 function Cache:retain(k, v)
-  gen_set(self.retained, k, v)
-  if not gen_delete(self.latest, k) then gen_delete(self.oldest, k) end
+  gen_set(self, self.retained, k, v)
+  if not gen_delete(self, self.latest, k) then gen_delete(self, self.oldest, k) end
   return self
 end
 
 function Cache:delete(k)
-  return gen_delete(self.latest, k) or gen_delete(self.oldest, k) or gen_delete(self.retained, k)
+  return gen_delete(self, self.latest, k) or gen_delete(self, self.oldest, k) or gen_delete(self, self.retained, k)
+end
+
+--- Bytes held by the two generations (retained entries aside).
+function Cache:bytes_used()
+  self:_age()
+  return self.latest.bytes + self.oldest.bytes
 end
 
 function Cache:get(k)
@@ -85,8 +107,9 @@ function Cache:get(k)
   if v ~= nil then return v end
   v = self.oldest.map[k]
   if v ~= nil then
-    gen_set(self.latest, k, v)
-    gen_delete(self.oldest, k)
+    gen_delete(self, self.oldest, k)
+    gen_set(self, self.latest, k, v)
+    if self.latest.bytes >= self.max_bytes / 2 then self:_gc() end
     return v
   end
   return self.retained.map[k]
@@ -112,7 +135,13 @@ local Records = {}
 Records.__index = Records
 
 local function store()
-  return { names = {}, size = 0 }
+  return { names = {}, size = 0, bytes = 0 }
+end
+
+-- what one record costs (its strings and about a table's worth)
+local RECORD_OVERHEAD = 128
+local function record_bytes(id, value)
+  return #id + #value + RECORD_OVERHEAD
 end
 
 local function store_add(s, name, id, value)
@@ -123,12 +152,14 @@ local function store_add(s, name, id, value)
   end
   local i = set.index[id]
   if i then
+    s.bytes = s.bytes + #value - #set.list[i].value
     set.list[i].value = value
     return false
   end
   set.list[#set.list + 1] = { id = id, value = value }
   set.index[id] = #set.list
   s.size = s.size + 1
+  s.bytes = s.bytes + record_bytes(id, value)
   return true
 end
 
@@ -138,6 +169,7 @@ local function store_remove(s, name, id)
   local i = set.index[id]
   if not i then return false end
   local last = set.list[#set.list]
+  s.bytes = s.bytes - record_bytes(id, set.list[i].value)
   set.list[i] = last
   set.index[last.id] = i
   set.list[#set.list] = nil
@@ -151,6 +183,7 @@ function M.records(opts)
   local self = setmetatable({
     max_size = opts.max_size or math.huge,
     max_age = opts.max_age or 0,
+    max_bytes = opts.max_bytes or math.huge,
     env = opts.env,
     fresh = store(),
     stale = store(),
@@ -170,7 +203,13 @@ Records._age = Cache._age
 function Records:add(name, id, value)
   self:_age()
   store_remove(self.stale, name, id)
-  if store_add(self.fresh, name, id, value) and self.fresh.size > self.max_size then self:_gc() end
+  store_add(self.fresh, name, id, value)
+  if self.fresh.size > self.max_size or self.fresh.bytes >= self.max_bytes / 2 then self:_gc() end
+end
+
+function Records:bytes_used()
+  self:_age()
+  return self.fresh.bytes + self.stale.bytes
 end
 
 function Records:remove(name, id)
@@ -178,24 +217,25 @@ function Records:remove(name, id)
   store_remove(self.stale, name, id)
 end
 
---- Up to n records of name, in random order (rand() in [0,1)).
+--- Up to n records of name, in random order (rand() in [0,1)). Costs
+-- O(n), however many records the name has (a lookup must not cost what
+-- an attacker stored under one name).
 function Records:get(name, n, rand)
   self:_age()
-  local all = {}
-  for _, s in ipairs({ self.fresh, self.stale }) do
-    local set = s.names[name]
-    if set then
-      for _, r in ipairs(set.list) do all[#all + 1] = r.value end
-    end
-  end
-  if not n or n > #all then n = #all end
+  local a, b = self.fresh.names[name], self.stale.names[name]
+  a, b = a and a.list or {}, b and b.list or {}
+  local na, total = #a, #a + #b
+  if not n or n > total then n = total end
   rand = rand or math.random
+  -- a partial Fisher-Yates over the joined index range, swaps kept sparse
+  local swapped, out = {}, {}
   for i = 1, n do
-    local j = i + math.floor(rand() * (#all - i + 1))
-    all[i], all[j] = all[j], all[i]
+    local j = i + math.floor(rand() * (total - i + 1))
+    local vi, vj = swapped[i] or i, swapped[j] or j
+    swapped[j] = vi
+    out[i] = vj <= na and a[vj].value or b[vj - na].value
   end
-  for i = #all, n + 1, -1 do all[i] = nil end
-  return all
+  return out
 end
 
 function Records:size()

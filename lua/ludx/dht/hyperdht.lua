@@ -30,7 +30,9 @@ end
 
 --- opts as ludx.dht.rpc.new, plus max_size / max_age (storage limits),
 -- max_relay_pending (relayed handshakes awaiting the server's answer, see
--- ludx.dht.router), keypair (default key pair).
+-- ludx.dht.router), max_store_bytes, max_store_bytes_per_host,
+-- max_verifications, max_verifications_per_prefix (see
+-- ludx.dht.persistent), keypair (default key pair).
 function M.new(opts)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
@@ -45,7 +47,11 @@ function M.new(opts)
   self.extra_sockets = {}
   self.handler = function(req) return self:_on_app_request(req) end
   self:on("persistent", function()
-    if not self.persistent then self.persistent = persistent_mod.new(self, { max_size = opts.max_size, max_age = opts.max_age }) end
+    if not self.persistent then
+      self.persistent = persistent_mod.new(self, { max_size = opts.max_size, max_age = opts.max_age,
+        max_store_bytes = opts.max_store_bytes, max_store_bytes_per_host = opts.max_store_bytes_per_host,
+        max_verifications = opts.max_verifications, max_verifications_per_prefix = opts.max_verifications_per_prefix })
+    end
   end)
   return self
 end

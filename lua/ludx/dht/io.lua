@@ -19,9 +19,28 @@ M.DEFAULT_MAX_WINDOW = MAX_WINDOW
 -- Incoming requests served per second: in all, and from one host:port.
 -- Far above what a node sees in normal use (a bootstrap node of a busy
 -- network, or a thousand local nodes bootstrapping at once).
-M.MAX_REQUESTS = 20000
+M.MAX_REQUESTS = 10000
 M.MAX_REQUESTS_PER_SOURCE = 200
+-- ... and from one address prefix (IPv4 /24, IPv6 /48): spreading a flood
+-- over many ports or hosts of one network does not multiply the cap.
+M.MAX_REQUESTS_PER_PREFIX = 2000
+-- A prefix that sent at most this many requests this second is served even
+-- when max_requests is reached (see IO:_flooded).
+M.QUIET_PREFIX = 50
+-- Requests that cost more than a lookup (stores, announces: a signature
+-- check or a write) get at most this share of max_requests, so pings and
+-- lookups are answered first under a flood.
+M.HEAVY_SHARE = 0.5
+-- Amplification guard: to a host that has not proven it receives (it
+-- answered one of our requests, or sent a valid token) a node sends at
+-- most AMPLIFICATION x the bytes it got from that host in the last ~2 s.
+M.AMPLIFICATION = 3
+M.MAX_TRACKED_HOSTS = 4096 -- per 1 s slot of byte accounting
+M.MAX_VERIFIED_HOSTS = 8192 -- per generation (2 generations, 5 min each)
+M.VERIFIED_AGE = 5 * 60 * 1000
+M.MAX_PROBES = 64 -- verification pings in flight
 local EMPTY = {}
+local floor = math.floor
 
 --- nodeId = H32(ipv4Address(host, port)).
 function M.node_id(host, port)
@@ -30,6 +49,25 @@ function M.node_id(host, port)
   return crypto.hash(b .. string.char(port % 256, math.floor(port / 256)))
 end
 local node_id = M.node_id
+
+--- The network prefix of a host: IPv4 /24, IPv6 /48 (as a string key).
+function M.prefix(host)
+  local v4 = host:match("^(%d+%.%d+%.%d+)%.%d+$") or host:match("^::[fF][fF][fF][fF]:(%d+%.%d+%.%d+)%.%d+$")
+  if v4 then return v4 end
+  if not host:find(":", 1, true) then return host end
+  local head, tail = host:match("^(.-)::(.*)$")
+  local groups = {}
+  for g in ((head or host) .. ":"):gmatch("([^:]*):") do groups[#groups + 1] = g end
+  if head then
+    local n = 0
+    for _ in (tail .. ":"):gmatch("([^:]*):") do n = n + 1 end
+    if tail == "" then n = 0 end
+    if head == "" then groups = {} end
+    for _ = #groups + 1, 8 - n do groups[#groups + 1] = "0" end
+  end
+  return string.format("%s:%s:%s", (groups[1] or "0"):lower(), (groups[2] or "0"):lower(), (groups[3] or "0"):lower())
+end
+local prefix_of = M.prefix
 
 ---------------------------------------------------------------------------
 -- Congestion window: about max sends per 750 ms slot, 2 x max in total.
@@ -183,12 +221,30 @@ function M.new(table_, opts)
     onrequest = opts.onrequest or noop,
     onresponse = opts.onresponse or noop,
     ontimeout = opts.ontimeout or noop,
-    stats = { sent = 0, received = 0, bad = 0, timeouts = 0, retries = 0, requests = 0, responses = 0, flood_dropped = 0 },
+    stats = { sent = 0, received = 0, bad = 0, timeouts = 0, retries = 0, requests = 0, responses = 0, flood_dropped = 0,
+      amp_trimmed = 0, amp_dropped = 0, probes = 0 },
     max_requests = opts.max_requests or M.MAX_REQUESTS,
     max_requests_per_source = opts.max_requests_per_source or M.MAX_REQUESTS_PER_SOURCE,
     flood_window = -1, -- the second the counters below belong to
     flood_total = 0,
     flood_sources = {},
+    flood_prefixes = {},
+    flood_heavy = 0,
+    max_requests_per_prefix = opts.max_requests_per_prefix or M.MAX_REQUESTS_PER_PREFIX,
+    amplification = opts.amplification or M.AMPLIFICATION,
+    max_tracked_hosts = opts.max_tracked_hosts or M.MAX_TRACKED_HOSTS,
+    max_verified_hosts = opts.max_verified_hosts or M.MAX_VERIFIED_HOSTS,
+    amp_slot = -1, -- the second amp_cur belongs to
+    amp_cur = {}, -- host -> {rx =, tx =} bytes this second
+    amp_prev = {}, -- ... and the second before
+    amp_n = 0,
+    verified_cur = {}, -- host -> true: proven to receive
+    verified_prev = {},
+    verified_n = 0,
+    verified_since = env.now(),
+    probes = {}, -- host -> true: a verification ping in flight
+    nprobes = 0,
+    max_probes = opts.max_probes or M.MAX_PROBES,
     host = opts.host or "0.0.0.0",
     port = opts.port or 0,
     any_port = opts.any_port ~= false,
@@ -272,25 +328,147 @@ function IO:_drain()
   end
 end
 
--- Request-flood cap: incoming requests are counted per second, in all and
--- per source (host:port), before they are decoded; beyond either cap they
--- are dropped (and counted), so a flood costs a table lookup each and can
--- neither monopolise the loop nor grow memory (the per-source table holds
--- at most max_requests entries and is dropped every second).
+-- Request-flood cap: incoming requests are counted per second, in all,
+-- per address prefix and per source (host:port), before they are decoded;
+-- beyond any cap they are dropped (and counted), so a flood costs a table
+-- lookup each and can neither monopolise the loop nor grow memory (the
+-- tables hold at most max_requests entries each and are dropped every
+-- second).
 function IO:_flooded(host, port)
-  local window = math.floor(self.env.now() / 1000)
+  local window = floor(self.env.now() / 1000)
   if window ~= self.flood_window then
     self.flood_window = window
     self.flood_total = 0
+    self.flood_heavy = 0
     self.flood_sources = {}
+    self.flood_prefixes = {}
   end
-  if self.flood_total >= self.max_requests then return true end
+  -- past max_requests, a prefix that sent under QUIET_PREFIX this second
+  -- is still served (up to 2 x max_requests): a flood from other networks
+  -- cannot starve a client that sends a few requests
+  if self.flood_total >= 2 * self.max_requests then return true end
+  local prefix = prefix_of(host)
+  local np = (self.flood_prefixes[prefix] or 0) + 1
+  if self.flood_total >= self.max_requests and np > M.QUIET_PREFIX then return true end
+  if np > self.max_requests_per_prefix then return true end
   local key = host .. ":" .. port
   local n = (self.flood_sources[key] or 0) + 1
   if n > self.max_requests_per_source then return true end
   self.flood_sources[key] = n
+  self.flood_prefixes[prefix] = np
   self.flood_total = self.flood_total + 1
   return false
+end
+
+-- Internal commands and the read-only hyperdht queries (FIND_PEER 2,
+-- LOOKUP 3, MUTABLE_GET 7, IMMUTABLE_GET 9) are light; the rest (stores,
+-- announces, handshakes) share M.HEAVY_SHARE of the cap.
+local LIGHT = { [2] = true, [3] = true, [7] = true, [9] = true }
+function IO:_heavy_flooded(m)
+  if m.internal or LIGHT[m.command] then return false end
+  if self.flood_heavy >= self.max_requests * M.HEAVY_SHARE then return true end
+  self.flood_heavy = self.flood_heavy + 1
+  return false
+end
+
+---------------------------------------------------------------------------
+-- Amplification guard (see M.AMPLIFICATION).
+
+function IO:_amp_slot()
+  local slot = floor(self.env.now() / 1000)
+  if slot ~= self.amp_slot then
+    self.amp_prev = slot == self.amp_slot + 1 and self.amp_cur or {}
+    self.amp_cur = {}
+    self.amp_n = 0
+    self.amp_slot = slot
+  end
+end
+
+-- Counts bytes from host (bounded: past max_tracked_hosts hosts a second,
+-- a host is judged on the request alone).
+function IO:_amp_rx(host, n)
+  self:_amp_slot()
+  local e = self.amp_cur[host]
+  if not e then
+    if self.amp_n >= self.max_tracked_hosts then return end
+    e = { rx = 0, tx = 0 }
+    self.amp_cur[host] = e
+    self.amp_n = self.amp_n + 1
+  end
+  e.rx = e.rx + n
+end
+
+function IO:_amp_budget(host, req_size)
+  self:_amp_slot()
+  local c, p = self.amp_cur[host], self.amp_prev[host]
+  if not c and not p then return self.amplification * req_size end
+  local rx = (c and c.rx or 0) + (p and p.rx or 0)
+  local tx = (c and c.tx or 0) + (p and p.tx or 0)
+  return self.amplification * rx - tx
+end
+
+function IO:_amp_tx(host, n)
+  local e = self.amp_cur[host]
+  if e then e.tx = e.tx + n end
+end
+
+function IO:is_verified(host)
+  return self.verified_cur[host] ~= nil or self.verified_prev[host] ~= nil
+end
+
+--- Notes that host proved it receives what we send (bounded, expiring).
+function IO:verify(host)
+  local now = self.env.now()
+  if now - self.verified_since >= M.VERIFIED_AGE or self.verified_n >= self.max_verified_hosts then
+    self.verified_prev = self.verified_cur
+    self.verified_cur = {}
+    self.verified_n = 0
+    self.verified_since = now
+  end
+  if self.verified_cur[host] then return end
+  self.verified_cur[host] = true
+  self.verified_n = self.verified_n + 1
+end
+
+-- A PING to host:port: an answer verifies the host, so that its next try
+-- (requests are retried) gets the full reply. One per host, at most
+-- max_probes at once; a PING is no larger than any request. Returns the
+-- bytes sent (counted against the host's budget), or nil.
+function IO:_probe(host, port, socket)
+  if self.probes[host] or self.nprobes >= self.max_probes then return nil end
+  local req = self:create_request({ host = host, port = port }, nil, true, msgs.PING)
+  if not req then return end
+  -- from the socket the request came to (NATs let that through), no id
+  req.socket = socket
+  req.anonymous = true
+  -- a random tid: a spoofer who knows our tid sequence must not be able
+  -- to answer in the victim's name
+  for _ = 1, 8 do
+    local tid = floor(self.env.random() * 65536)
+    if not self.inflight[tid] then
+      self.inflight[req.tid] = nil
+      req.tid = tid
+      self.inflight[tid] = req
+      break
+    end
+  end
+  self.probes[host] = true
+  self.nprobes = self.nprobes + 1
+  self.stats.probes = self.stats.probes + 1
+  req.retries = 0
+  req.probe = true
+  local function done()
+    if self.probes[host] then
+      self.probes[host] = nil
+      self.nprobes = self.nprobes - 1
+    end
+  end
+  req.onresponse = done
+  req.onerror = done
+  req:send(true)
+  local n = req.buffer and #req.buffer or 0
+  self:_amp_tx(host, n)
+  return n
 end
 
 function IO:onmessage(socket, data, host, port)
@@ -301,10 +479,24 @@ function IO:onmessage(socket, data, host, port)
     self.stats.flood_dropped = self.stats.flood_dropped + 1
     return
   end
+  -- a response to no request of ours is dropped before it is decoded
+  -- (flags in one byte, as every encoder writes them, then the tid)
+  if first == msgs.RESPONSE_ID and #data >= 4 and data:byte(2) < 0x80 and not self.inflight[data:byte(3) + data:byte(4) * 256] then
+    self.stats.bad = self.stats.bad + 1
+    return
+  end
   local kind, m = msgs.decode(data)
   if not kind then
     self.stats.bad = self.stats.bad + 1
     return
+  end
+  if kind == "request" then
+    if self:_heavy_flooded(m) then
+      self.stats.flood_dropped = self.stats.flood_dropped + 1
+      return
+    end
+    self:_amp_rx(host, #data)
+    m.size = #data
   end
   self.stats.received = self.stats.received + 1
   local from = { id = nil, host = host, port = port }
@@ -321,12 +513,14 @@ function IO:onmessage(socket, data, host, port)
       m:error(msgs.INVALID_TOKEN, { token = true })
       return
     end
+    if m.token then self:verify(host) end
     self.onrequest(m, external)
     return
   end
 
   local req = self.inflight[m.tid]
   if not req then return end
+  if req.to.host == host then self:verify(host) end
   m.from = from
   m.rtt = self.env.now() - req.created
   self.inflight[m.tid] = nil
@@ -339,7 +533,8 @@ function IO:onmessage(socket, data, host, port)
   req.destroyed = true
   self.congestion:recv()
   self.stats.responses = self.stats.responses + 1
-  self.onresponse(m, external)
+  -- a probe's answer only verifies its host (no NAT sample, no table add)
+  if not req.probe then self.onresponse(m, external) end
   req.onresponse(m, req)
 end
 
@@ -383,7 +578,7 @@ function IO:create_request(to, token, internal, command, target, value, session,
 end
 
 function IO:_encode_request(req, token, value, to, socket)
-  local id = self.ephemeral == false and socket == self.server_socket
+  local id = self.ephemeral == false and socket == self.server_socket and not req.anonymous
   return msgs.encode_request({
     tid = req.tid,
     to = to,
@@ -401,7 +596,7 @@ function IO:_send_reply(req, err, value, token, closer, to, socket)
   local id = self.ephemeral == false and socket == self.server_socket
   local closer_nodes = nil
   if req.target and closer then closer_nodes = self.table:closest(req.target) end
-  local buf = msgs.encode_response({
+  local m = {
     tid = req.tid,
     to = to,
     id = id and self.table.id or nil,
@@ -409,8 +604,47 @@ function IO:_send_reply(req, err, value, token, closer, to, socket)
     closer_nodes = closer_nodes,
     error = err,
     value = value,
-  })
+  }
+  local buf = msgs.encode_response(m)
+  -- replies to the requester's host are guarded (relays name other
+  -- addresses: the router checks those)
+  if req.size and to.host == req.from.host and not self:is_verified(to.host) then
+    local budget = self:_amp_budget(to.host, req.size)
+    if #buf > budget then
+      -- the probe counts against the same budget
+      local probe = self:_probe(to.host, to.port, socket)
+      if probe then budget = budget - probe end
+      buf = self:_fit(m, buf, budget)
+      if not buf then return end
+    end
+    self:_amp_tx(to.host, #buf)
+  end
   socket:send(buf, to.port, to.host, req.ttl)
+end
+
+-- The reply cut to budget bytes: fewer closer nodes, then no id; one
+-- with a value (or nothing left to cut) is not sent at all (nil): the
+-- requester retries and by then has answered our probe.
+function IO:_fit(m, buf, budget)
+  if #buf <= budget then return buf end
+  local closer = m.closer_nodes
+  if closer and #closer > 0 then
+    local keep = math.max(0, #closer - math.ceil((#buf - budget) / 6))
+    local cut = {}
+    for i = 1, keep do cut[i] = closer[i] end
+    m.closer_nodes = cut
+    buf = msgs.encode_response(m)
+  end
+  if #buf > budget and m.value == nil and m.id then
+    m.id = nil
+    buf = msgs.encode_response(m)
+  end
+  if #buf > budget then
+    self.stats.amp_dropped = self.stats.amp_dropped + 1
+    return nil
+  end
+  self.stats.amp_trimmed = self.stats.amp_trimmed + 1
+  return buf
 end
 
 --- Fails every request in flight and closes both sockets.

@@ -27,6 +27,10 @@ local RECENT_NODE = 12
 local OLD_NODE = 360
 M.DEFAULT_CONCURRENCY = 10
 M.MAX_PING_DELAY = 10000
+-- DELAYED_PING replies waiting for their timer: in all and per host. Past
+-- either, the request is dropped (each one holds a timer and the request).
+M.MAX_DELAYED_PINGS = 1024
+M.MAX_DELAYED_PINGS_PER_HOST = 8
 
 local node_id = io_mod.node_id
 M.node_id = node_id
@@ -86,8 +90,10 @@ M.Node = Node
 --- opts: env, transport, bootstrap (list; default none), host, port,
 -- any_port, ephemeral (nil = adaptive), firewalled, concurrency,
 -- max_window, filter_node(node) -> bool, nodes (seed table nodes),
--- quick_firewall, down_hints_limit, max_ping_delay, max_requests and
--- max_requests_per_source (the request-flood cap, see ludx.dht.io).
+-- quick_firewall, down_hints_limit, max_ping_delay, max_delayed_pings
+-- (total) and max_delayed_pings_per_host, max_requests,
+-- max_requests_per_source, max_requests_per_prefix and amplification (the
+-- flood and reflection caps, see ludx.dht.io).
 function M.new(opts)
   local env = assert(opts.env, "opts.env")
   local self = setmetatable({
@@ -95,6 +101,10 @@ function M.new(opts)
     bootstrap_nodes = {},
     concurrency = opts.concurrency or M.DEFAULT_CONCURRENCY,
     max_ping_delay = opts.max_ping_delay or M.MAX_PING_DELAY,
+    max_delayed_pings = opts.max_delayed_pings or M.MAX_DELAYED_PINGS,
+    max_delayed_pings_per_host = opts.max_delayed_pings_per_host or M.MAX_DELAYED_PINGS_PER_HOST,
+    _delayed = 0,
+    _delayed_hosts = {},
     bootstrapped = false,
     ephemeral = true,
     destroyed = false,
@@ -136,6 +146,8 @@ function M.new(opts)
     firewalled = opts.firewalled,
     max_requests = opts.max_requests,
     max_requests_per_source = opts.max_requests_per_source,
+    max_requests_per_prefix = opts.max_requests_per_prefix,
+    amplification = opts.amplification,
     max_window = opts.max_window,
     onrequest = function(req, external) self:_on_request(req, external) end,
     onresponse = function(res, external) self:_on_response(res, external) end,
@@ -630,10 +642,18 @@ function Node:_on_delayed_ping(req)
   local r = compact.reader(req.value)
   local delay = r:uint32()
   if delay > self.max_ping_delay then return end
+  local host = req.from.host
+  local per_host = self._delayed_hosts[host] or 0
+  if self._delayed >= self.max_delayed_pings or per_host >= self.max_delayed_pings_per_host then return end
+  self._delayed = self._delayed + 1
+  self._delayed_hosts[host] = per_host + 1
   self._pending_timers = self._pending_timers or {}
   local t
   t = self.env.after(delay, function()
     self._pending_timers[t] = nil
+    self._delayed = self._delayed - 1
+    local n = self._delayed_hosts[host] - 1
+    self._delayed_hosts[host] = n > 0 and n or nil
     if self.destroyed then return end
     req:send_reply(0, nil, false, false)
   end)
