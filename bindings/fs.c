@@ -1,6 +1,6 @@
-// Filesystem metadata for the peer tools (share, fetch): stat, mkdir,
-// scandir, rename, unlink, rmdir, realpath. Synchronous uv_fs calls: they
-// touch local metadata only; file contents go through Lua's io library.
+// Filesystem calls for the peer tools (share, fetch): stat, lstat, mkdir,
+// scandir, rename, unlink, rmdir, realpath, and a no-follow read-only open.
+// Synchronous uv_fs calls on local files.
 #include <string.h>
 
 #include "bind.h"
@@ -14,17 +14,10 @@ fs_result (lua_State *L, uv_fs_t *req, int r) {
   return -1;
 }
 
-// core.fs_stat(path) -> {type=, size=, mtime=, mode=} | nil, msg, code
-static int
-l_stat (lua_State *L) {
-  const char *path = ludx_check_lstring(L, 1, "path", NULL);
-  uv_fs_t req;
-  int r = uv_fs_stat(NULL, &req, path, NULL);
-  int n = fs_result(L, &req, r);
-  if (n >= 0)
-    return n;
-  uv_stat_t *st = &req.statbuf;
-  lua_createtable(L, 0, 4);
+// Pushes a stat table: {type=, size=, mtime=, mode=, dev=, ino=}.
+static void
+push_stat (lua_State *L, const uv_stat_t *st) {
+  lua_createtable(L, 0, 6);
   const char *type = "other";
   if (S_ISREG(st->st_mode))
     type = "file";
@@ -40,8 +33,36 @@ l_stat (lua_State *L) {
   lua_setfield(L, -2, "mtime");
   lua_pushinteger(L, (lua_Integer) (st->st_mode & 07777));
   lua_setfield(L, -2, "mode");
+  // dev and ino tell "the file served is the file hashed" (share)
+  lua_pushnumber(L, (lua_Number) st->st_dev);
+  lua_setfield(L, -2, "dev");
+  lua_pushnumber(L, (lua_Number) st->st_ino);
+  lua_setfield(L, -2, "ino");
+}
+
+static int
+stat_path (lua_State *L, int follow) {
+  const char *path = ludx_check_lstring(L, 1, "path", NULL);
+  uv_fs_t req;
+  int r = follow ? uv_fs_stat(NULL, &req, path, NULL) : uv_fs_lstat(NULL, &req, path, NULL);
+  int n = fs_result(L, &req, r);
+  if (n >= 0)
+    return n;
+  push_stat(L, &req.statbuf);
   uv_fs_req_cleanup(&req);
   return 1;
+}
+
+// core.fs_stat(path) -> {type=, size=, mtime=, mode=, dev=, ino=} | nil, msg, code
+static int
+l_stat (lua_State *L) {
+  return stat_path(L, 1);
+}
+
+// core.fs_lstat(path): as fs_stat, but a symbolic link is "link"
+static int
+l_lstat (lua_State *L) {
+  return stat_path(L, 0);
 }
 
 // core.fs_scandir(path) -> { {name=, type=}, ... } sorted by name
@@ -139,10 +160,76 @@ l_truncate (lua_State *L) {
   return simple(L, r, &req);
 }
 
+// Read-only file access that never follows a symbolic link (share serves
+// only regular files inside its root): core.fs_open_read(path) -> fd, stat
+// of the open file | nil, msg, code (ELOOP for a link, EINVAL when it is not
+// a regular file). O_NONBLOCK so a FIFO swapped in cannot block the loop.
+static int
+l_open_read (lua_State *L) {
+  const char *path = ludx_check_lstring(L, 1, "path", NULL);
+  uv_fs_t req;
+  int fd = uv_fs_open(NULL, &req, path, UV_FS_O_RDONLY | UV_FS_O_NOFOLLOW | UV_FS_O_NONBLOCK, 0, NULL);
+  uv_fs_req_cleanup(&req);
+  if (fd < 0)
+    return ludx_push_uv_error(L, fd);
+  int r = uv_fs_fstat(NULL, &req, fd, NULL);
+  if (r < 0 || !S_ISREG(req.statbuf.st_mode)) {
+    uv_fs_req_cleanup(&req);
+    uv_fs_close(NULL, &req, fd, NULL);
+    uv_fs_req_cleanup(&req);
+    return ludx_push_uv_error(L, r < 0 ? r : UV_EINVAL);
+  }
+  lua_pushinteger(L, fd);
+  push_stat(L, &req.statbuf);
+  uv_fs_req_cleanup(&req);
+  return 2;
+}
+
+// core.fs_pread(fd, length, offset) -> bytes ("" at the end) | nil, msg, code
+static int
+l_pread (lua_State *L) {
+  int fd = (int) ludx_check_integer(L, 1, "fd", 0, INT32_MAX);
+  lua_Integer len = ludx_check_integer(L, 2, "length", 0, 16 * 1024 * 1024);
+  lua_Integer off = ludx_check_integer(L, 3, "offset", 0, (lua_Integer) 1 << 53);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  lua_Integer got = 0;
+  while (got < len) {
+    size_t want = (size_t) (len - got) < LUAL_BUFFERSIZE ? (size_t) (len - got) : LUAL_BUFFERSIZE;
+    char *p = luaL_prepbuffer(&b);
+    uv_buf_t buf = uv_buf_init(p, (unsigned int) want);
+    uv_fs_t req;
+    int r = uv_fs_read(NULL, &req, fd, &buf, 1, off + got, NULL);
+    uv_fs_req_cleanup(&req);
+    if (r < 0) {
+      luaL_pushresult(&b);
+      lua_pop(L, 1);
+      return ludx_push_uv_error(L, r);
+    }
+    if (r == 0)
+      break;
+    luaL_addsize(&b, (size_t) r);
+    got += r;
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int
+l_close (lua_State *L) {
+  int fd = (int) ludx_check_integer(L, 1, "fd", 0, INT32_MAX);
+  uv_fs_t req;
+  return simple(L, uv_fs_close(NULL, &req, fd, NULL), &req);
+}
+
 void
 ludx_bind_fs (lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"fs_stat", l_stat},
+      {"fs_lstat", l_lstat},
+      {"fs_open_read", l_open_read},
+      {"fs_pread", l_pread},
+      {"fs_close", l_close},
       {"fs_scandir", l_scandir},
       {"fs_mkdir", l_mkdir},
       {"fs_rename", l_rename},
