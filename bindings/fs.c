@@ -14,10 +14,10 @@ fs_result (lua_State *L, uv_fs_t *req, int r) {
   return -1;
 }
 
-// Pushes a stat table: {type=, size=, mtime=, mode=, dev=, ino=}.
+// Pushes a stat table: {type=, size=, mtime=, ctime= (ns), mode=, dev=, ino=}.
 static void
 push_stat (lua_State *L, const uv_stat_t *st) {
-  lua_createtable(L, 0, 6);
+  lua_createtable(L, 0, 7);
   const char *type = "other";
   if (S_ISREG(st->st_mode))
     type = "file";
@@ -31,6 +31,8 @@ push_stat (lua_State *L, const uv_stat_t *st) {
   lua_setfield(L, -2, "size");
   lua_pushnumber(L, (lua_Number) st->st_mtim.tv_sec + st->st_mtim.tv_nsec / 1e9);
   lua_setfield(L, -2, "mtime");
+  lua_pushnumber(L, (lua_Number) st->st_ctim.tv_sec * 1e9 + (lua_Number) st->st_ctim.tv_nsec);
+  lua_setfield(L, -2, "ctime"); // ns: a file replaced since it was hashed has another
   lua_pushinteger(L, (lua_Integer) (st->st_mode & 07777));
   lua_setfield(L, -2, "mode");
   // dev and ino tell "the file served is the file hashed" (share)

@@ -70,7 +70,7 @@ function M.hash_file(full, chunk_size, on_bytes)
     if on_bytes then on_bytes(#data) end
   end
   core.fs_close(fd)
-  return { size = size, hash = unhex(h:hex()), chunks = chunks, dev = st.dev, ino = st.ino }
+  return { size = size, hash = unhex(h:hex()), chunks = chunks, dev = st.dev, ino = st.ino, ctime = st.ctime }
 end
 
 --- Builds the manifest of a file or a directory (every regular file under
@@ -120,7 +120,7 @@ function M.build(root, opts)
     local r
     r, msg, code = M.hash_file(e.full, chunk_size, opts.on_bytes)
     if not r then return nil, msg, code end
-    m.files[#m.files + 1] = { path = e.path, size = r.size, hash = r.hash, chunks = r.chunks, nchunks = #r.chunks, full = e.full, dev = r.dev, ino = r.ino }
+    m.files[#m.files + 1] = { path = e.path, size = r.size, hash = r.hash, chunks = r.chunks, nchunks = #r.chunks, full = e.full, dev = r.dev, ino = r.ino, ctime = r.ctime }
     m.total = m.total + r.size
   end
   m.encoded = M.encode(m)

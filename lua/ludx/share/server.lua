@@ -9,10 +9,14 @@
 -- (write_timeout: a zero-window reader is cut off), how long a connection
 -- may sit without a request (idle_timeout). Only regular files are served,
 -- opened without following links, and only when they are the very files
--- that were hashed (same device, inode and size).
+-- that were hashed (same device, inode and size; when the change time
+-- differs, each chunk is checked against its hash before it is sent).
 local ludx = require "ludx"
 local core = ludx.core
 local wire = require "ludx.share.wire"
+local manifest = require "ludx.share.manifest"
+
+local blake2b = core.crypto.blake2b
 
 local M = {}
 
@@ -53,7 +57,7 @@ end
 
 local function close_file(st)
   if st.fd then core.fs_close(st.fd) end
-  st.fd, st.index = nil, nil
+  st.fd, st.index, st.verify, st.vchunk, st.vdata = nil, nil, nil, nil, nil
 end
 
 -- One open file at a time per connection: GETs come in file order. The
@@ -69,19 +73,46 @@ local function open_file(st, m, index)
     return nil, "not the file that was hashed"
   end
   st.fd, st.index = fd, index
+  -- changed since hashing (or a new file on a reused inode number): only
+  -- bytes whose chunk hash still checks are sent
+  st.verify = file.ctime ~= nil and fst.ctime ~= file.ctime
   return fd
 end
 
--- Waits while more than write_limit bytes are queued on the connection's
--- udx stream; gives up when the queue made no progress for write_timeout.
-local function wait_room(self, conn)
+-- n bytes at off of the open file; when st.verify, from a whole chunk
+-- whose hash matches the manifest (the last one is kept), else nil.
+local function read_at(st, m, file, off, n)
+  if not st.verify then return core.fs_pread(st.fd, n, off) end
+  local cs = m.chunk_size
+  local ci = math.floor(off / cs)
+  if st.vchunk ~= ci then
+    st.vchunk, st.vdata = nil, nil
+    local want = math.min(cs, file.size - ci * cs)
+    local data = core.fs_pread(st.fd, want, ci * cs)
+    if not data or #data ~= want or blake2b(data, 32) ~= manifest.chunk(m, file, ci + 1) then return nil end
+    st.vchunk, st.vdata = ci, data
+  end
+  local at = off - ci * cs
+  return st.vdata:sub(at + 1, at + n)
+end
+
+-- Waits until n more bytes fit under write_limit on the connection's udx
+-- stream; gives up when the queue made no progress for write_timeout. The
+-- stream's counters are refreshed when the loop turns, so bytes written
+-- since then (st.unsynced) count too.
+local function wait_room(self, conn, st, n)
   local raw = conn.udx_stream
   if not raw or not raw.stats_struct then return true end
   local s = raw:stats_struct()
-  local queued = tonumber(s.write_queued)
-  if queued < self.write_limit then return true end
-  local since = ludx.now()
-  while queued >= self.write_limit / 2 do
+  local room = self.write_limit - n
+  if tonumber(s.write_queued) + st.unsynced <= room then
+    st.unsynced = st.unsynced + n
+    return true
+  end
+  ludx.sleep(0) -- one turn of the loop: the counters are fresh
+  st.unsynced = 0
+  local queued, since = tonumber(s.write_queued), ludx.now()
+  while queued > room do
     if raw.closed then return nil, "closed", "ECANCELED" end
     ludx.sleep(2)
     local q = tonumber(s.write_queued)
@@ -89,6 +120,7 @@ local function wait_room(self, conn)
     queued = q
     if ludx.now() - since >= self.write_timeout then return nil, "the peer took no bytes for " .. self.write_timeout .. " ms", "ETIMEDOUT" end
   end
+  st.unsynced = n
   return true
 end
 
@@ -104,16 +136,16 @@ local function serve_get(self, conn, st, g)
   local off, stop = g.offset, g.offset + g.length
   while off < stop do
     local n = math.min(wire.DATA_MAX, stop - off)
-    local ok, wmsg = wait_room(self, conn)
-    if not ok then
-      conn:close()
-      return nil, wmsg
-    end
-    local data = core.fs_pread(fd, n, off)
+    -- a piece never spans two chunks (each is checked on its own)
+    if st.verify then n = math.min(n, (math.floor(off / m.chunk_size) + 1) * m.chunk_size - off) end
+    local data = read_at(st, m, file, off, n)
     if not data or #data ~= n then return refuse(conn, wire.E_IO, file.path .. " changed on disk") end
-    ok, wmsg = st.write(wire.data(g.id, g.file, off, data))
+    local msg = wire.data(g.id, g.file, off, data)
+    local ok, wmsg, wcode = wait_room(self, conn, st, #msg)
+    if ok then ok, wmsg, wcode = st.write(msg) end
     if not ok then
       conn:close()
+      if wcode == "ETIMEDOUT" then wmsg = "the peer took no bytes for " .. self.write_timeout .. " ms" end
       return nil, wmsg
     end
     off = off + n
@@ -186,7 +218,7 @@ local function handle(self, conn)
   count(self.per_peer, peer, 1)
   count(self.per_address, host, 1)
   if conn.udx_stream and conn.udx_stream.set_read_buffer_limit then conn.udx_stream:set_read_buffer_limit(self.read_limit) end
-  local st = { bytes = 0, yielded = ludx.now(), queue = {}, qhead = 1, qtail = 0, wake = ludx.waiters() }
+  local st = { bytes = 0, unsynced = 0, yielded = ludx.now(), queue = {}, qhead = 1, qtail = 0, wake = ludx.waiters() }
   st.write = function(bytes) return conn:write(bytes, self.write_timeout) end
   if self.on_connection then pcall(self.on_connection, conn) end
   emit(self, "connect", { peer = peer, host = host })
