@@ -30,7 +30,7 @@ local function finish_file(st, i)
     st.handles[i]:close()
     st.handles[i] = nil
   end
-  if fs_state.hasher:hex() ~= hex(f.hash) then
+  if fs_state.hasher:hex() ~= hex(manifest.hash(st.m, f)) then
     return fail(st, f.path .. ": the file does not match its BLAKE2b-512 hash", "EVERIFY")
   end
   local ok, msg, code = store.commit(st.layout, t, st.force)

@@ -39,6 +39,12 @@ function M.chunk_count(size, chunk_size)
   return ceil(size / chunk_size)
 end
 
+--- The BLAKE2b-512 of file f (kept in m.encoded for a decoded manifest).
+function M.hash(m, f)
+  if f.hash then return f.hash end
+  return m.encoded:sub(f.hash_at, f.hash_at + 63)
+end
+
 --- The BLAKE2b-256 of chunk i (1-based) of file f. A decoded manifest
 -- keeps its chunk hashes in m.encoded (no string per chunk: memory stays
 -- linear in the manifest's bytes); a built one has them in f.chunks.
@@ -138,7 +144,7 @@ function M.encode(m)
   for _, f in ipairs(m.files) do
     w:string(f.path)
     w:uint(f.size)
-    w:fixed64(f.hash)
+    w:fixed64(M.hash(m, f))
     for i = 1, M.chunk_count(f.size, m.chunk_size) do w:fixed32(M.chunk(m, f, i)) end
   end
   return w:finish()
@@ -177,8 +183,9 @@ function M.decode(s, opts)
   local rels = {}
   for i = 1, count do
     local f = { path = r:string(), size = r:uint() }
-    f.hash = r:fixed64()
-    if r.err then return nil, "manifest truncated" end
+    if r.err or r:remaining() < 64 then return nil, "manifest truncated" end
+    f.hash_at = r.i
+    r.i = r.i + 64
     if f.size > M.MAX_SIZE then return nil, "manifest: file " .. i .. " is too large" end
     local n = M.chunk_count(f.size, m.chunk_size)
     if n * 32 > r:remaining() then return nil, "manifest truncated" end

@@ -155,7 +155,7 @@ function M.scan(m, L, on_bytes, force)
     if st then
       if st.type == "file" and st.size == f.size then
         local r = manifest.hash_file(t.final, m.chunk_size, on_bytes)
-        if r and r.hash == f.hash then states[i] = { done = true, have = f.size } end
+        if r and r.hash == manifest.hash(m, f) then states[i] = { done = true, have = f.size } end
       end
       if not states[i] and not force then
         return nil, t.final .. ": exists and differs from the share (ludx replaces only files it made; --force to replace)", "EEXIST"
