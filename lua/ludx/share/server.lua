@@ -37,17 +37,6 @@ local function emit(self, event, info)
   if self.on_event then pcall(self.on_event, event, info) end
 end
 
--- Writes bytes in pieces a SecretStream takes in one write (the manifest
--- may exceed one frame).
-local function write_all(self, conn, st, bytes)
-  local step = 1024 * 1024
-  for i = 1, #bytes, step do
-    local ok, msg, code = st.write(bytes:sub(i, i + step - 1))
-    if not ok then return nil, msg, code end
-  end
-  return true
-end
-
 local function refuse(conn, code, message)
   conn:write(wire.error(code, message))
   conn:finish(2000)
@@ -104,7 +93,7 @@ local function wait_room(self, conn, st, n)
   local raw = conn.udx_stream
   if not raw or not raw.stats_struct then return true end
   local s = raw:stats_struct()
-  local room = self.write_limit - n
+  local room = math.max(0, self.write_limit - n)
   if tonumber(s.write_queued) + st.unsynced <= room then
     st.unsynced = st.unsynced + n
     return true
@@ -121,6 +110,19 @@ local function wait_room(self, conn, st, n)
     if ludx.now() - since >= self.write_timeout then return nil, "the peer took no bytes for " .. self.write_timeout .. " ms", "ETIMEDOUT" end
   end
   st.unsynced = n
+  return true
+end
+
+-- Writes bytes (the manifest) in pieces a SecretStream takes in one write,
+-- each under write_limit like the DATA messages.
+local function write_all(self, conn, st, bytes)
+  local step = math.max(65536, math.min(1024 * 1024, math.floor(self.write_limit / 2)))
+  for i = 1, #bytes, step do
+    local piece = bytes:sub(i, i + step - 1)
+    local ok, msg, code = wait_room(self, conn, st, #piece)
+    if ok then ok, msg, code = st.write(piece) end
+    if not ok then return nil, msg, code end
+  end
   return true
 end
 

@@ -111,7 +111,8 @@ end
 
 -- The parent of a final path, resolved, must lie under the resolved base.
 local function prove_under(L, t)
-  local real_base = fs.realpath(L.base)
+  local real_base = L.real_base or fs.realpath(L.base)
+  L.real_base = real_base
   local real_dir = fs.realpath(paths.dirname(t.final))
   if not real_base or not real_dir then return nil, t.final .. ": cannot resolve its directory", "ENOENT" end
   local want = (t.under:match("^(.*)/[^/]*$"))
@@ -210,8 +211,16 @@ end
 --- Moves a finished partial file into place (making its directories, none
 -- through a link), once its directory is proven to be under DEST.
 function M.commit(L, t, force)
-  local ok, msg, code = mkdirs(L.base, t.under)
-  if not ok then return nil, msg, code end
+  -- each directory is made (and walked) once; the realpath proof below
+  -- runs for every file, so a link swapped in later is still caught
+  local parent = t.under:match("^(.*)/[^/]*$")
+  local ok, msg, code = true, nil, nil
+  L.made = L.made or {}
+  if parent and not L.made[parent] then
+    ok, msg, code = mkdirs(L.base, t.under)
+    if not ok then return nil, msg, code end
+    L.made[parent] = true
+  end
   ok, msg, code = prove_under(L, t)
   if not ok then return nil, msg, code end
   local st = M.lstat(t.final)
