@@ -1,6 +1,7 @@
 // Filesystem calls for the peer tools (share, fetch): stat, lstat, mkdir,
 // scandir, rename, unlink, rmdir, realpath, and a no-follow read-only open.
 // Synchronous uv_fs calls on local files.
+#include <stdlib.h>
 #include <string.h>
 
 #include "bind.h"
@@ -187,33 +188,32 @@ l_open_read (lua_State *L) {
   return 2;
 }
 
-// core.fs_pread(fd, length, offset) -> bytes ("" at the end) | nil, msg, code
+// core.fs_pread(fd, length, offset) -> bytes (shorter at the end, "" past
+// it) | nil, msg, code. One read into one buffer, then one copy to Lua.
 static int
 l_pread (lua_State *L) {
   int fd = (int) ludx_check_integer(L, 1, "fd", 0, INT32_MAX);
   lua_Integer len = ludx_check_integer(L, 2, "length", 0, 16 * 1024 * 1024);
   lua_Integer off = ludx_check_integer(L, 3, "offset", 0, (lua_Integer) 1 << 53);
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
+  char *buf = malloc(len > 0 ? (size_t) len : 1);
+  if (buf == NULL)
+    return ludx_push_uv_error(L, UV_ENOMEM);
   lua_Integer got = 0;
   while (got < len) {
-    size_t want = (size_t) (len - got) < LUAL_BUFFERSIZE ? (size_t) (len - got) : LUAL_BUFFERSIZE;
-    char *p = luaL_prepbuffer(&b);
-    uv_buf_t buf = uv_buf_init(p, (unsigned int) want);
+    uv_buf_t b = uv_buf_init(buf + got, (unsigned int) (len - got));
     uv_fs_t req;
-    int r = uv_fs_read(NULL, &req, fd, &buf, 1, off + got, NULL);
+    int r = uv_fs_read(NULL, &req, fd, &b, 1, off + got, NULL);
     uv_fs_req_cleanup(&req);
     if (r < 0) {
-      luaL_pushresult(&b);
-      lua_pop(L, 1);
+      free(buf);
       return ludx_push_uv_error(L, r);
     }
     if (r == 0)
       break;
-    luaL_addsize(&b, (size_t) r);
     got += r;
   }
-  luaL_pushresult(&b);
+  lua_pushlstring(L, buf, (size_t) got);
+  free(buf);
   return 1;
 }
 

@@ -154,6 +154,24 @@ describe("ludx.share", function()
     end)
   end)
 
+  describe("commands", function()
+    it("refuse bad values for the caps", function()
+      local share_cmd, fetch_cmd = require "ludx.cmd.share", require "ludx.cmd.fetch"
+      local stderr = io.stderr
+      io.stderr = { write = function() end } -- luacheck: ignore
+      local codes = {
+        share_cmd.main({ "--max-connections", "0", "." }),
+        share_cmd.main({ "--max-per-peer", "x", "." }),
+        share_cmd.main({ "--write-limit", "-1", "." }),
+        share_cmd.main({ "--write-timeout", "1.5", "." }),
+        fetch_cmd.main({ "--max-files", "0", string.rep("a", 64) }),
+        fetch_cmd.main({ "--max-manifest", "12Q", string.rep("a", 64) }),
+      }
+      io.stderr = stderr
+      assert.are.same({ 1, 1, 1, 1, 1, 1 }, codes)
+    end)
+  end)
+
   describe("wire", function()
     it("decodes truncated and unknown messages to errors", function()
       local get = wire.get(1, 2, 3, 4)

@@ -21,7 +21,7 @@
 ---@class ludx.share
 local M = {}
 
---- Hashes a path (or takes a manifest built before), then announces it. opts: keypair (default the node's), chunk_size, on_bytes(n) while hashing, on_connection(conn) (to attach policies), on_event(event, info) for "connect", "close" ({peer, host, bytes, error}) and "refuse" ({peer, host, error}). Caps: max_connections (64), max_per_peer (4), max_per_address (16), max_queued (GETs waiting, 64), write_limit (bytes queued per client, 1 MiB), read_limit (bytes buffered from a client, 256 KiB), write_timeout (ms a client may take no bytes, 30000), idle_timeout (ms without a request, 120000), hello_timeout (30000).
+--- Hashes a path (or takes a manifest built before), then announces it. opts: keypair (default the node's), chunk_size, on_bytes(n) while hashing, on_connection(conn) (to attach policies), on_event(event, info) for "connect", "close" ({peer, host, bytes, error}) and "refuse" ({peer, host, error}). Caps: max_connections (64), max_per_peer (4), max_per_address (16), max_queued (GETs waiting, 64), write_limit (bytes queued per client, 2 MiB), read_limit (bytes buffered from a client, 256 KiB), write_timeout (ms a client may take no bytes, 30000), idle_timeout (ms without a request, 120000), hello_timeout (30000).
 ---@param node ludx.dht.Node
 ---@param what string|table
 ---@param opts? table

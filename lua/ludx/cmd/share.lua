@@ -22,7 +22,7 @@ options:
   --max-connections N  clients served at once (default 64)
   --max-per-peer N     connections at once from one peer key (default 4)
   --max-per-address N  connections at once from one IP address (default 16)
-  --write-limit BYTES  bytes queued for one client at most (default 1M)
+  --write-limit BYTES  bytes queued for one client at most (default 2M)
   --write-timeout MS   drop a client that takes no bytes for MS (default 30000)
   --idle-timeout MS    drop a client that asks nothing for MS (default 120000)
   --port N             UDP port of the DHT node (default: any)

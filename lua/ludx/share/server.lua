@@ -27,7 +27,7 @@ M.MAX_CONNECTIONS = 64 -- connections at once
 M.MAX_PER_PEER = 4 -- connections at once from one public key
 M.MAX_PER_ADDRESS = 16 -- connections at once from one IP address
 M.MAX_QUEUED = 64 -- GETs one connection may have waiting
-M.WRITE_LIMIT = 1024 * 1024 -- bytes queued for sending per connection
+M.WRITE_LIMIT = 2 * 1024 * 1024 -- bytes queued for sending per connection (40 MB/s at 50 ms RTT)
 M.READ_LIMIT = 256 * 1024 -- bytes buffered from one peer (udx read buffer)
 
 local Share = {}
