@@ -45,7 +45,7 @@ function M.walk(root)
   end
   local out, other = {}, {}
   local function visit(dir, rel)
-    local entries, m, c = core.fs_scandir(dir)
+    local entries, m = core.fs_scandir(dir)
     if not entries then error(m .. ": " .. dir, 0) end
     table.sort(entries, function(a, b) return a.name < b.name end)
     for _, e in ipairs(entries) do

@@ -149,9 +149,8 @@ function M.fetch(node, key, dest, opts)
     conn:close()
     return nil, kind and "expected the manifest" or ("manifest: " .. tostring(bytes or "the share closed the connection")), code or "EPROTO"
   end
-  bytes = wire.decode(kind, bytes).encoded
-  local m, why = manifest.decode(bytes, { max_manifest = max_manifest, max_files = opts.max_files, max_depth = opts.max_depth })
-  bytes = nil
+  local m, why = manifest.decode(wire.decode(kind, bytes).encoded,
+    { max_manifest = max_manifest, max_files = opts.max_files, max_depth = opts.max_depth })
   if not m then
     conn:write(wire.error(wire.E_PROTOCOL, why))
     conn:close()

@@ -142,9 +142,9 @@ local function serve_get(self, conn, st, g)
     if st.verify then n = math.min(n, (math.floor(off / m.chunk_size) + 1) * m.chunk_size - off) end
     local data = read_at(st, m, file, off, n)
     if not data or #data ~= n then return refuse(conn, wire.E_IO, file.path .. " changed on disk") end
-    local msg = wire.data(g.id, g.file, off, data)
-    local ok, wmsg, wcode = wait_room(self, conn, st, #msg)
-    if ok then ok, wmsg, wcode = st.write(msg) end
+    local out = wire.data(g.id, g.file, off, data)
+    local ok, wmsg, wcode = wait_room(self, conn, st, #out)
+    if ok then ok, wmsg, wcode = st.write(out) end
     if not ok then
       conn:close()
       if wcode == "ETIMEDOUT" then wmsg = "the peer took no bytes for " .. self.write_timeout .. " ms" end
@@ -162,7 +162,7 @@ end
 
 -- Reads the client's messages as they come (so nothing piles up in the
 -- stream's buffers) and queues GETs for the serving task, up to max_queued.
-local function reader(self, conn, rd, st)
+local function reader(self, rd, st)
   while not st.done do
     local kind, bytes, code = rd:next()
     if st.done then return end
@@ -240,14 +240,14 @@ local function handle(self, conn)
       err = msg
       conn:close()
     end
-    local task = not err and ludx.spawn("share reader", reader, self, conn, rd, st)
+    local task = not err and ludx.spawn("share reader", reader, self, rd, st)
     while not err do
       if st.qhead <= st.qtail then
         local g = st.queue[st.qhead]
         st.queue[st.qhead] = nil
         st.qhead = st.qhead + 1
-        local served, why = serve_get(self, conn, st, g)
-        if not served then err = why or "closed" end
+        local served, reason = serve_get(self, conn, st, g)
+        if not served then err = reason or "closed" end
       elseif st.fail then
         err = st.fail[2]
         refuse(conn, st.fail[1], st.fail[2])

@@ -214,7 +214,7 @@ function M.commit(L, t, force)
   -- each directory is made (and walked) once; the realpath proof below
   -- runs for every file, so a link swapped in later is still caught
   local parent = t.under:match("^(.*)/[^/]*$")
-  local ok, msg, code = true, nil, nil
+  local ok, msg, code
   L.made = L.made or {}
   if parent and not L.made[parent] then
     ok, msg, code = mkdirs(L.base, t.under)
