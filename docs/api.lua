@@ -317,12 +317,13 @@ c:write("ping") print(s:read())   --> ping]],
   {
     name = "ludx.fs",
     summary = "Filesystem metadata for the peer tools",
-    doc = "Synchronous metadata calls (stat, directories, renames); file contents go through Lua's io library.",
+    doc = "Synchronous metadata calls (stat, lstat, directories, renames); file contents go through Lua's io library.",
     functions = {
-      { "stat(path: string) -> st: table?, err: string?, code: string?", "{type = \"file\"|\"directory\"|..., size, mtime, mode}." },
+      { "stat(path: string) -> st: table?, err: string?, code: string?", "{type = \"file\"|\"directory\"|..., size, mtime, ctime (ns), mode, dev, ino}." },
+      { "lstat(path: string) -> st: table?, err: string?, code: string?", "As stat, but a symbolic link itself (type \"link\")." },
       { "exists(path: string) -> yes: boolean", "Whether path exists." },
       { "mkdirp(path: string) -> " .. E, "Creates path and its parents." },
-      { "walk(root: string) -> files: table[]?, err: string?, code: string?", "Every regular file under root, sorted: {{path = \"a/b.txt\", size, full}, ...}; a file root gives one entry named after it." },
+      { "walk(root: string) -> files: table[]?, other: table[]|string?, code: string?", "Every regular file under root, sorted: {{path = \"a/b.txt\", size, full, dev, ino}, ...}; a file root gives one entry named after it. Links below root are not followed: they and other non-files come back in the second list ({path, type})." },
       { "rename(from: string, to: string) -> " .. E, "Renames (atomically on one filesystem)." },
       { "unlink(path: string) -> " .. E, "Removes a file." },
       { "rmdir(path: string) -> " .. E, "Removes an empty directory." },
@@ -454,7 +455,12 @@ chunk (1 MiB by default). The client asks for chunks, pipelined (GET id,
 file, offset, length; DATA id, file, offset, bytes), checks each chunk and
 each file, and renames a file into place only once it checks. Paths from the
 network are checked (no absolute paths, "..", NULs, control characters,
-backslashes or drive letters). An interrupted fetch keeps its verified
+backslashes or drive letters; the share's name is one component), land
+only below DEST (no link there is followed; a file ludx did not make is
+replaced only with force), and manifests are capped. A server serves only
+the regular files it hashed and caps what a client can make it hold
+(connections, queued bytes and requests, stalled and idle clients); the
+caps are in docs/share-protocol.md. An interrupted fetch keeps its verified
 chunks in DEST/.ludx-partial/ and continues from them. The wire format is
 in docs/share-protocol.md.]],
     example = [[
@@ -463,9 +469,9 @@ print(share.hex(s.key))
 local r = assert(share.fetch(bob_node, s.key, "copy", { progress = progress.new() }))
 print(r.files, r.bytes)]],
     functions = {
-      { "serve(node: ludx.dht.Node, what: string|table, opts?: table) -> share: ludx.share.Share?, err: string?, code: string?", "Hashes a path (or takes a manifest built before), then announces it. opts: keypair (default the node's), chunk_size, on_bytes(n) while hashing, on_connection(conn) (to attach policies), on_event(event, info) for \"connect\" and \"close\" ({peer, bytes, error})." },
-      { "fetch(node: ludx.dht.Node, key: string, dest?: string, opts?: table) -> result: table?, err: string?, code: string?", "Fetches into dest: a directory share lands in dest (default ./NAME), a file share at dest or inside it when it is a directory. opts: order (see ludx.policy.schedule), spread (files at once for \"interleave\"), window (chunks ahead, default 8), timeout (connect, ms), progress (a ludx.progress), on_manifest(m, layout) (return false to stop), on_file(path, final_path), on_check(n) (bytes on disk checked before the transfer). Result: {files, bytes, received, skipped, seconds, root, target, manifest, stats}. Codes: EVERIFY (a chunk or file does not match), EPROTO, EREMOTE, ..." },
-      { "manifest(path: string, opts?: table) -> manifest: table?, err: string?, code: string?", "Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks}}, encoded, id, skipped}. Files whose paths a fetcher would refuse are left out and listed in skipped ({path, why}). opts: chunk_size (16 KiB..16 MiB), on_bytes(n)." },
+      { "serve(node: ludx.dht.Node, what: string|table, opts?: table) -> share: ludx.share.Share?, err: string?, code: string?", "Hashes a path (or takes a manifest built before), then announces it. opts: keypair (default the node's), chunk_size, on_bytes(n) while hashing, on_connection(conn) (to attach policies), on_event(event, info) for \"connect\", \"close\" ({peer, host, bytes, error}) and \"refuse\" ({peer, host, error}). Caps: max_connections (64), max_per_peer (4), max_per_address (16), max_queued (GETs waiting, 64), write_limit (bytes queued per client, 2 MiB), read_limit (bytes buffered from a client, 256 KiB), write_timeout (ms a client may take no bytes, 30000), idle_timeout (ms without a request, 120000), hello_timeout (30000)." },
+      { "fetch(node: ludx.dht.Node, key: string, dest?: string, opts?: table) -> result: table?, err: string?, code: string?", "Fetches into dest: a directory share lands in dest (default ./NAME), a file share at dest or inside it when it is a directory. opts: order (see ludx.policy.schedule), spread (files at once for \"interleave\"), window (chunks ahead, default 8, at most 64), timeout (connect, ms), force (replace files in dest that differ; else EEXIST), max_manifest (bytes, 32 MiB), max_files (262144), max_depth (components per path, 128), progress (a ludx.progress), on_manifest(m, layout) (return false to stop), on_file(path, final_path), on_check(n) (bytes on disk checked before the transfer). Result: {files, bytes, received, skipped, seconds, root, target, manifest, stats}. Codes: EVERIFY (a chunk or file does not match), EPROTO (a bad or oversized manifest or message), EEXIST (a file in the way), ELOOP (a link in the way), EREMOTE, EREFUSED, ..." },
+      { "manifest(path: string, opts?: table) -> manifest: table?, err: string?, code: string?", "Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks, nchunks}}, encoded, id, skipped}. Only regular files (symbolic links are not followed); links and files whose paths a fetcher would refuse are left out and listed in skipped ({path, why}). opts: chunk_size (16 KiB..16 MiB), on_bytes(n)." },
       { "hex(key: string) -> hex: string", "A key as 64 hex characters." },
       { "parse_key(hex: string) -> key: string?, err: string?", "A key from 64 hex characters." },
     },

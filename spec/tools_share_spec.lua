@@ -86,8 +86,8 @@ describe("ludx.share", function()
       assert.are.equal(3, #m.files)
       assert.are.same({ "empty", "two.txt", "x/one.bin" }, { m.files[1].path, m.files[2].path, m.files[3].path })
       assert.are.equal(40003, m.total)
-      assert.are.equal(0, #m.files[1].chunks)
-      assert.are.equal(3, #m.files[3].chunks)
+      assert.are.equal(0, m.files[1].nchunks)
+      assert.are.equal(3, m.files[3].nchunks)
       local b2 = require("ludx.core").crypto.blake2b
       assert.are.equal(b2("two", 64), m.files[2].hash)
       assert.are.equal(b2(bytes(40000, 1):sub(16385, 32768), 32), m.files[3].chunks[2])
@@ -95,8 +95,9 @@ describe("ludx.share", function()
       assert.are.equal(m.id, back.id)
       for i, f in ipairs(m.files) do
         assert.are.equal(f.path, back.files[i].path)
-        assert.are.equal(f.hash, back.files[i].hash)
-        assert.are.same(f.chunks, back.files[i].chunks)
+        assert.are.equal(f.hash, manifest.hash(back, back.files[i]))
+        assert.are.equal(f.nchunks, back.files[i].nchunks)
+        for j = 1, f.nchunks do assert.are.equal(f.chunks[j], manifest.chunk(back, back.files[i], j)) end
       end
       local one = assert(manifest.build(d .. "/two.txt"))
       assert.are.equal("file", one.kind)
@@ -150,6 +151,24 @@ describe("ludx.share", function()
         assert(ok, "case " .. i .. " raised: " .. tostring(m))
         assert(m == nil and type(why) == "string", "case " .. i .. " was accepted")
       end
+    end)
+  end)
+
+  describe("commands", function()
+    it("refuse bad values for the caps", function()
+      local share_cmd, fetch_cmd = require "ludx.cmd.share", require "ludx.cmd.fetch"
+      local stderr = io.stderr
+      io.stderr = { write = function() end } -- luacheck: ignore
+      local codes = {
+        share_cmd.main({ "--max-connections", "0", "." }),
+        share_cmd.main({ "--max-per-peer", "x", "." }),
+        share_cmd.main({ "--write-limit", "-1", "." }),
+        share_cmd.main({ "--write-timeout", "1.5", "." }),
+        fetch_cmd.main({ "--max-files", "0", string.rep("a", 64) }),
+        fetch_cmd.main({ "--max-manifest", "12Q", string.rep("a", 64) }),
+      }
+      io.stderr = stderr
+      assert.are.same({ 1, 1, 1, 1, 1, 1 }, codes)
     end)
   end)
 
@@ -239,9 +258,12 @@ describe("ludx.share", function()
       local r = assert(share.fetch(b, s.key, dst))
       assert.are.equal(#data - 4 * 65536, r.received)
       assert.are.equal(data, read(dst .. "/big.bin"))
-      -- a final file that does not match is fetched again
+      -- a final file that does not match is replaced only when told to
       write(dst .. "/big.bin", string.rep("z", #data))
-      r = assert(share.fetch(b, s.key, dst))
+      local no, _, code = share.fetch(b, s.key, dst)
+      assert.is_nil(no)
+      assert.are.equal("EEXIST", code)
+      r = assert(share.fetch(b, s.key, dst, { force = true }))
       assert.are.equal(#data, r.received)
       assert.are.equal(data, read(dst .. "/big.bin"))
       s:close({ fast = true })
@@ -260,8 +282,9 @@ describe("ludx.share", function()
       local dst = newdir()
       local r, msg, code = share.fetch(b, s.key, dst, { window = 1 })
       assert.is_nil(r)
-      assert.are.equal("EVERIFY", code)
-      assert.matches("chunk 3", msg)
+      -- the server checks a changed file's chunks before it sends them
+      assert.are.equal("EREMOTE", code)
+      assert.matches("changed", msg)
       local L = store.layout(m, dst)
       assert.are.equal(2 * 65536, fs.stat(L.files[1].part).size)
       assert.is_nil(fs.stat(dst .. "/f.bin"))

@@ -3,16 +3,23 @@
 
 --- ludx.fs: Filesystem metadata for the peer tools
 ---
---- Synchronous metadata calls (stat, directories, renames); file contents go through Lua's io library.
+--- Synchronous metadata calls (stat, lstat, directories, renames); file contents go through Lua's io library.
 ---@class ludx.fs
 local M = {}
 
---- {type = "file"|"directory"|..., size, mtime, mode}.
+--- {type = "file"|"directory"|..., size, mtime, ctime (ns), mode, dev, ino}.
 ---@param path string
 ---@return table? st
 ---@return string? err
 ---@return string? code
 function M.stat(path) end
+
+--- As stat, but a symbolic link itself (type "link").
+---@param path string
+---@return table? st
+---@return string? err
+---@return string? code
+function M.lstat(path) end
 
 --- Whether path exists.
 ---@param path string
@@ -26,10 +33,10 @@ function M.exists(path) end
 ---@return string? code
 function M.mkdirp(path) end
 
---- Every regular file under root, sorted: {{path = "a/b.txt", size, full}, ...}; a file root gives one entry named after it.
+--- Every regular file under root, sorted: {{path = "a/b.txt", size, full, dev, ino}, ...}; a file root gives one entry named after it. Links below root are not followed: they and other non-files come back in the second list ({path, type}).
 ---@param root string
 ---@return table[]? files
----@return string? err
+---@return table[]|string? other
 ---@return string? code
 function M.walk(root) end
 

@@ -10,13 +10,18 @@
 --- file, offset, length; DATA id, file, offset, bytes), checks each chunk and
 --- each file, and renames a file into place only once it checks. Paths from the
 --- network are checked (no absolute paths, "..", NULs, control characters,
---- backslashes or drive letters). An interrupted fetch keeps its verified
+--- backslashes or drive letters; the share's name is one component), land
+--- only below DEST (no link there is followed; a file ludx did not make is
+--- replaced only with force), and manifests are capped. A server serves only
+--- the regular files it hashed and caps what a client can make it hold
+--- (connections, queued bytes and requests, stalled and idle clients); the
+--- caps are in docs/share-protocol.md. An interrupted fetch keeps its verified
 --- chunks in DEST/.ludx-partial/ and continues from them. The wire format is
 --- in docs/share-protocol.md.
 ---@class ludx.share
 local M = {}
 
---- Hashes a path (or takes a manifest built before), then announces it. opts: keypair (default the node's), chunk_size, on_bytes(n) while hashing, on_connection(conn) (to attach policies), on_event(event, info) for "connect" and "close" ({peer, bytes, error}).
+--- Hashes a path (or takes a manifest built before), then announces it. opts: keypair (default the node's), chunk_size, on_bytes(n) while hashing, on_connection(conn) (to attach policies), on_event(event, info) for "connect", "close" ({peer, host, bytes, error}) and "refuse" ({peer, host, error}). Caps: max_connections (64), max_per_peer (4), max_per_address (16), max_queued (GETs waiting, 64), write_limit (bytes queued per client, 2 MiB), read_limit (bytes buffered from a client, 256 KiB), write_timeout (ms a client may take no bytes, 30000), idle_timeout (ms without a request, 120000), hello_timeout (30000).
 ---@param node ludx.dht.Node
 ---@param what string|table
 ---@param opts? table
@@ -25,7 +30,7 @@ local M = {}
 ---@return string? code
 function M.serve(node, what, opts) end
 
---- Fetches into dest: a directory share lands in dest (default ./NAME), a file share at dest or inside it when it is a directory. opts: order (see ludx.policy.schedule), spread (files at once for "interleave"), window (chunks ahead, default 8), timeout (connect, ms), progress (a ludx.progress), on_manifest(m, layout) (return false to stop), on_file(path, final_path), on_check(n) (bytes on disk checked before the transfer). Result: {files, bytes, received, skipped, seconds, root, target, manifest, stats}. Codes: EVERIFY (a chunk or file does not match), EPROTO, EREMOTE, ...
+--- Fetches into dest: a directory share lands in dest (default ./NAME), a file share at dest or inside it when it is a directory. opts: order (see ludx.policy.schedule), spread (files at once for "interleave"), window (chunks ahead, default 8, at most 64), timeout (connect, ms), force (replace files in dest that differ; else EEXIST), max_manifest (bytes, 32 MiB), max_files (262144), max_depth (components per path, 128), progress (a ludx.progress), on_manifest(m, layout) (return false to stop), on_file(path, final_path), on_check(n) (bytes on disk checked before the transfer). Result: {files, bytes, received, skipped, seconds, root, target, manifest, stats}. Codes: EVERIFY (a chunk or file does not match), EPROTO (a bad or oversized manifest or message), EEXIST (a file in the way), ELOOP (a link in the way), EREMOTE, EREFUSED, ...
 ---@param node ludx.dht.Node
 ---@param key string
 ---@param dest? string
@@ -35,7 +40,7 @@ function M.serve(node, what, opts) end
 ---@return string? code
 function M.fetch(node, key, dest, opts) end
 
---- Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks}}, encoded, id, skipped}. Files whose paths a fetcher would refuse are left out and listed in skipped ({path, why}). opts: chunk_size (16 KiB..16 MiB), on_bytes(n).
+--- Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks, nchunks}}, encoded, id, skipped}. Only regular files (symbolic links are not followed); links and files whose paths a fetcher would refuse are left out and listed in skipped ({path, why}). opts: chunk_size (16 KiB..16 MiB), on_bytes(n).
 ---@param path string
 ---@param opts? table
 ---@return table? manifest

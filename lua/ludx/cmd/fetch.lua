@@ -11,13 +11,18 @@ directory lands in DEST (default ./NAME); a file lands at DEST, or in DEST
 when it is a directory (default ./NAME). Every chunk and every file is
 checked against the share's BLAKE2b hashes. An interrupted fetch keeps what
 it verified (in .ludx-partial/) and running it again continues from there.
+Files land only below DEST: no symbolic link there is followed, and a file
+that is there already and differs is an error unless --force.
 
 options:
   --bootstrap H:P,...  DHT bootstrap nodes (default: the public HyperDHT network)
   --order ORDER        which files first: sequential (default), smallest,
                        largest, interleave
-  --window N           chunks asked for ahead (default 8)
+  --window N           chunks asked for ahead (default 8, at most 64)
   --timeout MS         give up connecting after MS (default 30000)
+  --force              replace files in DEST that differ from the share
+  --max-manifest BYTES refuse a larger manifest (default 32M)
+  --max-files N        refuse a manifest of more files (default 262144)
   --port N             UDP port of the DHT node (default: any)
   --quiet              no progress, only errors
   --stats              print the connection's stats at the end
@@ -37,6 +42,7 @@ local function main(opts, key, dest)
     order = opts.order,
     window = tonumber(opts.window),
     timeout = tonumber(opts.timeout) or 30000,
+    force = opts.force, max_manifest = opts.max_manifest, max_files = opts.max_files,
     progress = p,
     on_manifest = function(m, layout)
       local target = m.kind == "file" and layout.files[1].final or layout.root
@@ -62,6 +68,7 @@ end
 function M.main(args)
   local opts, pos = common.parse(args, {
     help = "flag", bootstrap = "value", order = "value", window = "value", timeout = "value", port = "value", quiet = "flag", stats = "flag",
+    force = "flag", ["max-manifest"] = "value", ["max-files"] = "value",
   }, { h = "help" })
   if not opts then return common.fail("fetch", pos, usage) end
   if opts.help then
@@ -75,6 +82,15 @@ function M.main(args)
     local ok = false
     for _, o in ipairs(require("ludx.policy.schedule").ORDERS) do ok = ok or o == opts.order end
     if not ok then return common.fail("fetch", "bad --order '" .. opts.order .. "'") end
+  end
+  if opts["max-manifest"] then
+    local n, suffix = tostring(opts["max-manifest"]):match("^(%d+)([kKmM]?)$")
+    opts.max_manifest = n and tonumber(n) * (({ [""] = 1, k = 1024, K = 1024, m = 1048576, M = 1048576 })[suffix])
+    if not opts.max_manifest or opts.max_manifest < 1 then return common.fail("fetch", "bad --max-manifest") end
+  end
+  if opts["max-files"] then
+    opts.max_files = tonumber(opts["max-files"])
+    if not opts.max_files or opts.max_files < 1 then return common.fail("fetch", "bad --max-files") end
   end
   if opts.window and not (tonumber(opts.window) and tonumber(opts.window) >= 1) then return common.fail("fetch", "bad --window") end
   return common.run("fetch", main, opts, key, pos[2])

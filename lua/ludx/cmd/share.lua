@@ -8,7 +8,8 @@ usage: ludx share [options] PATH
 
 Shares a file or a directory: hashes it (BLAKE2b), announces it on the DHT
 and prints its key, 64 hex characters on a line of their own. Give the key
-to `ludx fetch`. Serves until interrupted (Ctrl-C).
+to `ludx fetch`. Serves until interrupted (Ctrl-C). Only regular files are
+shared: symbolic links are not followed (they are listed as left out).
 
 options:
   --bootstrap H:P,...  DHT bootstrap nodes (default: the public HyperDHT
@@ -18,6 +19,12 @@ options:
   --rate RATE          limit each connection to RATE bytes/s (k, M, G suffixes)
   --peer-rate RATE     limit all connections of one peer together
   --chunk-size BYTES   chunk size of the manifest (default 1M)
+  --max-connections N  clients served at once (default 64)
+  --max-per-peer N     connections at once from one peer key (default 4)
+  --max-per-address N  connections at once from one IP address (default 16)
+  --write-limit BYTES  bytes queued for one client at most (default 2M)
+  --write-timeout MS   drop a client that takes no bytes for MS (default 30000)
+  --idle-timeout MS    drop a client that asks nothing for MS (default 120000)
   --port N             UDP port of the DHT node (default: any)
   --quiet              print only the key
   -h, --help           this help
@@ -71,6 +78,9 @@ local function main(opts, path)
   local s
   s, err = share.serve(node, m, {
     keypair = kp,
+    max_connections = opts.max_connections, max_per_peer = opts.max_per_peer,
+    max_per_address = opts.max_per_address, write_limit = opts.write_limit,
+    write_timeout = opts.write_timeout, idle_timeout = opts.idle_timeout,
     on_connection = function(conn)
       if opts.rate then policy.limit(conn, { rate = opts.rate }) end
       if peers then peers:add(conn) end
@@ -78,6 +88,8 @@ local function main(opts, path)
     on_event = function(ev, info)
       if ev == "connect" then
         log("peer %s connected", short(info.peer))
+      elseif ev == "refuse" then
+        log("peer %s refused: %s", short(info.peer), tostring(info.error))
       elseif ev == "close" then
         log("peer %s: %s sent%s", short(info.peer), progress.bytes(info.bytes), info.error and (" (" .. info.error .. ")") or "")
       end
@@ -101,6 +113,8 @@ function M.main(args)
   local opts, pos = common.parse(args, {
     help = "flag", bootstrap = "value", key = "value", rate = "value", ["peer-rate"] = "value",
     ["chunk-size"] = "value", port = "value", quiet = "flag", timeout = "value",
+    ["max-connections"] = "value", ["max-per-peer"] = "value", ["max-per-address"] = "value",
+    ["write-limit"] = "value", ["write-timeout"] = "value", ["idle-timeout"] = "value",
   }, { h = "help" })
   if not opts then return common.fail("share", pos, usage) end
   if opts.help then
@@ -121,6 +135,13 @@ function M.main(args)
     local manifest = require "ludx.share.manifest"
     if not opts.chunk_size or opts.chunk_size < manifest.MIN_CHUNK or opts.chunk_size > manifest.MAX_CHUNK then
       return common.fail("share", "--chunk-size must be 16k..16M")
+    end
+  end
+  for _, k in ipairs({ "max-connections", "max-per-peer", "max-per-address", "write-timeout", "idle-timeout", "write-limit" }) do
+    if opts[k] then
+      local v = k == "write-limit" and size_arg(opts[k]) or tonumber(opts[k])
+      if not v or v < 1 or v % 1 ~= 0 then return common.fail("share", "bad --" .. k) end
+      opts[k:gsub("-", "_")] = v
     end
   end
   local st = require("ludx.fs").stat(pos[1])

@@ -14,6 +14,7 @@ local hex = require("ludx.crypto").hex
 local M = {}
 
 M.WINDOW = 8 -- chunks asked for ahead
+M.MAX_WINDOW = 64 -- a ludx server takes 64 GETs waiting (share.server MAX_QUEUED)
 M.READ_TIMEOUT = 30000
 M.YIELD_MS = 2
 
@@ -29,10 +30,10 @@ local function finish_file(st, i)
     st.handles[i]:close()
     st.handles[i] = nil
   end
-  if fs_state.hasher:hex() ~= hex(f.hash) then
+  if fs_state.hasher:hex() ~= hex(manifest.hash(st.m, f)) then
     return fail(st, f.path .. ": the file does not match its BLAKE2b-512 hash", "EVERIFY")
   end
-  local ok, msg, code = store.commit(t)
+  local ok, msg, code = store.commit(st.layout, t, st.force)
   if not ok then return fail(st, msg, code) end
   fs_state.done = true
   st.files_done = st.files_done + 1
@@ -73,14 +74,14 @@ local function on_data(st, msg)
   st.inflight[st.ihead] = nil
   st.ihead = st.ihead + 1
   local f = st.m.files[req.file]
-  if req.hasher:hex() ~= hex(f.chunks[req.chunk]) then
+  if req.hasher:hex() ~= hex(manifest.chunk(st.m, f, req.chunk)) then
     h:close()
     st.handles[req.file] = nil
     store.cut(t, req.offset)
     return fail(st, f.path .. ": chunk " .. req.chunk .. " does not match its hash", "EVERIFY")
   end
   fstate.have = fstate.have + req.length
-  if req.chunk == #f.chunks then return finish_file(st, req.file) end
+  if req.chunk == f.nchunks then return finish_file(st, req.file) end
   return true
 end
 
@@ -106,7 +107,11 @@ end
 --   order     chunk order: "sequential" (default), "smallest", "largest",
 --             "interleave" (ludx.policy.schedule)
 --   spread    files at once for "interleave" (default 4)
---   window    chunks asked for ahead (default 8)
+--   window    chunks asked for ahead (default 8, at most 64)
+--   force     replace files in DEST that differ from the share (default:
+--             such a file is an error, EEXIST; ludx replaces only files it made)
+--   max_manifest, max_files, max_depth  caps on the manifest taken: bytes
+--             (default 32 MiB), files (262144), components per path (128)
 --   timeout   ms to connect; reads time out after 30 s of silence
 --   progress  an object with :start(total, have) and :update(bytes)
 --             (ludx.progress), or nil
@@ -129,7 +134,9 @@ function M.fetch(node, key, dest, opts)
     conn:close()
     return nil, msg, code
   end
-  local rd = wire.reader(conn, wire.SERVER_MESSAGE_MAX)
+  -- the manifest is refused from its length on when it is over the cap
+  local max_manifest = opts.max_manifest or manifest.MAX_BYTES
+  local rd = wire.reader(conn, math.min(max_manifest + 1, wire.SERVER_MESSAGE_MAX))
   local kind, bytes
   kind, bytes, code = rd:next(M.READ_TIMEOUT)
   if kind ~= wire.MANIFEST then
@@ -138,27 +145,39 @@ function M.fetch(node, key, dest, opts)
       local e = wire.decode(kind, bytes)
       return nil, "the share refused: " .. (e and e.message or "?"), "EREFUSED"
     end
-    return nil, kind and "expected the manifest" or (bytes or "the share closed the connection"), code or "EPROTO"
+    if code == "EPROTO" then conn:write(wire.error(wire.E_PROTOCOL, tostring(bytes))) end
+    conn:close()
+    return nil, kind and "expected the manifest" or ("manifest: " .. tostring(bytes or "the share closed the connection")), code or "EPROTO"
   end
-  local m, why = manifest.decode(wire.decode(kind, bytes).encoded)
+  local m, why = manifest.decode(wire.decode(kind, bytes).encoded,
+    { max_manifest = max_manifest, max_files = opts.max_files, max_depth = opts.max_depth })
   if not m then
     conn:write(wire.error(wire.E_PROTOCOL, why))
     conn:close()
     return nil, "bad manifest: " .. why, "EPROTO"
   end
+  -- from here on only DATA and ERROR come: nothing longer than one DATA
+  rd.max = wire.DATA_MESSAGE_MAX
+  -- where every file lands, checked against the disk before anything is
+  -- written: no link on the way, no file replaced that ludx did not make
   local layout = store.layout(m, dest)
-  if opts.on_manifest and opts.on_manifest(m, layout) == false then
-    conn:close()
-    return nil, "stopped", "ECANCELED"
-  end
-  ok, msg, code = store.prepare(layout)
+  ok, msg, code = store.check(layout)
   if not ok then
     conn:close()
     return nil, msg, code
   end
+  if opts.on_manifest and opts.on_manifest(m, layout) == false then
+    conn:close()
+    return nil, "stopped", "ECANCELED"
+  end
   local states
-  states, msg, code = store.scan(m, layout, opts.on_check)
+  states, msg, code = store.scan(m, layout, opts.on_check, opts.force)
   if not states then
+    conn:close()
+    return nil, msg, code
+  end
+  ok, msg, code = store.prepare(layout)
+  if not ok then
     conn:close()
     return nil, msg, code
   end
@@ -166,7 +185,7 @@ function M.fetch(node, key, dest, opts)
   local st = {
     m = m, layout = layout, states = states, conn = conn, handles = {},
     inflight = {}, ihead = 1, itail = 0, next_id = 0,
-    window = opts.window or M.WINDOW, received = 0, yielded = ludx.now(), files_done = 0,
+    window = math.min(opts.window or M.WINDOW, M.MAX_WINDOW), received = 0, force = opts.force, yielded = ludx.now(), files_done = 0,
     progress = opts.progress, on_file = opts.on_file,
   }
   local items, have, skipped = {}, 0, 0
@@ -176,7 +195,7 @@ function M.fetch(node, key, dest, opts)
     if s.done then
       skipped = skipped + 1
       st.files_done = st.files_done + 1
-    elseif s.first > #f.chunks then
+    elseif s.first > f.nchunks then
       -- every chunk is there already (or the file is empty): check, move
       if f.size == 0 then
         local h = store.open_part(layout.files[i], 0)
@@ -184,7 +203,7 @@ function M.fetch(node, key, dest, opts)
       end
       if not finish_file(st, i) then break end
     else
-      items[#items + 1] = { file = i, first = s.first, count = #f.chunks - s.first + 1, size = f.size }
+      items[#items + 1] = { file = i, first = s.first, count = f.nchunks - s.first + 1, size = f.size }
     end
   end
   if st.progress then st.progress:start(m.total, have) end

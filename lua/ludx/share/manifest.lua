@@ -28,7 +28,8 @@ M.VERSION = 1
 M.CHUNK_SIZE = 1024 * 1024
 M.MIN_CHUNK = 16 * 1024
 M.MAX_CHUNK = 16 * 1024 * 1024
-M.MAX_FILES = compact.MAX_ARRAY
+M.MAX_FILES = 262144 -- files in a manifest a fetcher takes (opts.max_files)
+M.MAX_BYTES = 32 * 1024 * 1024 -- bytes of a manifest a fetcher takes (opts.max_manifest)
 M.MAX_SIZE = 2 ^ 53 -- bytes in one file (exact in a Lua number)
 
 local KIND = { file = 1, dir = 2 }
@@ -38,23 +39,44 @@ function M.chunk_count(size, chunk_size)
   return ceil(size / chunk_size)
 end
 
---- Hashes one file: size, BLAKE2b-512, chunk hashes. on_bytes(n) after
--- each chunk (progress). nil, msg, code when it cannot be read.
+--- The BLAKE2b-512 of file f (kept in m.encoded for a decoded manifest).
+function M.hash(m, f)
+  if f.hash then return f.hash end
+  return m.encoded:sub(f.hash_at, f.hash_at + 63)
+end
+
+--- The BLAKE2b-256 of chunk i (1-based) of file f. A decoded manifest
+-- keeps its chunk hashes in m.encoded (no string per chunk: memory stays
+-- linear in the manifest's bytes); a built one has them in f.chunks.
+function M.chunk(m, f, i)
+  if f.chunks then return f.chunks[i] end
+  local at = f.chunk_at + (i - 1) * 32
+  return m.encoded:sub(at, at + 31)
+end
+
+--- Hashes one file: size, BLAKE2b-512, chunk hashes, and the dev/inode
+-- of what was hashed. The file is opened without following a symbolic
+-- link and must be a regular file. on_bytes(n) after each chunk
+-- (progress). nil, msg, code when it cannot be read.
 function M.hash_file(full, chunk_size, on_bytes)
-  local f, msg = io.open(full, "rb")
-  if not f then return nil, msg, "EIO" end
+  local fd, st, code = core.fs_open_read(full)
+  if not fd then return nil, full .. ": " .. tostring(st), code end
   local h = core.hasher(64)
   local chunks, size = {}, 0
   while true do
-    local data = f:read(chunk_size)
-    if not data then break end
+    local data, msg, c = core.fs_pread(fd, chunk_size, size)
+    if not data then
+      core.fs_close(fd)
+      return nil, full .. ": " .. tostring(msg), c
+    end
+    if data == "" then break end
     h:update(data)
     chunks[#chunks + 1] = blake2b(data, 32)
     size = size + #data
     if on_bytes then on_bytes(#data) end
   end
-  f:close()
-  return { size = size, hash = unhex(h:hex()), chunks = chunks }
+  core.fs_close(fd)
+  return { size = size, hash = unhex(h:hex()), chunks = chunks, dev = st.dev, ino = st.ino, ctime = st.ctime }
 end
 
 --- Builds the manifest of a file or a directory (every regular file under
@@ -72,13 +94,17 @@ function M.build(root, opts)
   if st.type ~= "file" and st.type ~= "directory" then
     return nil, root .. ": not a file or a directory", "EINVAL"
   end
-  local list
-  list, msg, code = fs.walk(root)
-  if not list then return nil, msg, code end
+  local list, other
+  list, other = fs.walk(root)
+  if not list then return nil, other, "EIO" end
   if #list > M.MAX_FILES then return nil, root .. ": more than " .. M.MAX_FILES .. " files", "E2BIG" end
   local name = opts.name or paths.basename(fs.realpath(root) or root)
   if not paths.check_component(name) then name = "share" end
   local m = { version = M.VERSION, name = name, kind = st.type == "file" and "file" or "dir", chunk_size = chunk_size, files = {}, total = 0, skipped = {} }
+  -- only regular files are served: links (never followed) and others are left out
+  for _, e in ipairs(other) do
+    m.skipped[#m.skipped + 1] = { path = e.path, why = e.type == "link" and "a symbolic link (not followed)" or "not a regular file" }
+  end
   -- files a fetcher would refuse are left out (and listed in m.skipped),
   -- and so are partial downloads (.ludx-partial)
   local keep, rels = {}, {}
@@ -100,7 +126,7 @@ function M.build(root, opts)
     local r
     r, msg, code = M.hash_file(e.full, chunk_size, opts.on_bytes)
     if not r then return nil, msg, code end
-    m.files[#m.files + 1] = { path = e.path, size = r.size, hash = r.hash, chunks = r.chunks, full = e.full }
+    m.files[#m.files + 1] = { path = e.path, size = r.size, hash = r.hash, chunks = r.chunks, nchunks = #r.chunks, full = e.full, dev = r.dev, ino = r.ino, ctime = r.ctime }
     m.total = m.total + r.size
   end
   m.encoded = M.encode(m)
@@ -118,17 +144,23 @@ function M.encode(m)
   for _, f in ipairs(m.files) do
     w:string(f.path)
     w:uint(f.size)
-    w:fixed64(f.hash)
-    for i = 1, M.chunk_count(f.size, m.chunk_size) do w:fixed32(f.chunks[i]) end
+    w:fixed64(M.hash(m, f))
+    for i = 1, M.chunk_count(f.size, m.chunk_size) do w:fixed32(M.chunk(m, f, i)) end
   end
   return w:finish()
 end
 
 --- Decodes and checks a manifest from the network: the manifest, or nil,
 -- reason. Every path is checked (see ludx.share.paths), every count is
--- bounded by the bytes that are there.
-function M.decode(s)
+-- bounded by the bytes that are there and by the caps in opts:
+-- max_manifest (bytes, M.MAX_BYTES), max_files (M.MAX_FILES), max_depth
+-- (components per path, paths.MAX_DEPTH). Work and memory are linear in
+-- the manifest's size.
+function M.decode(s, opts)
   if type(s) ~= "string" then return nil, "manifest is not a string" end
+  opts = opts or {}
+  local max_bytes, max_files = opts.max_manifest or M.MAX_BYTES, opts.max_files or M.MAX_FILES
+  if #s > max_bytes then return nil, "manifest of " .. #s .. " bytes (the limit is " .. max_bytes .. ")" end
   local r = compact.reader(s)
   local m = { version = r:uint() }
   if r.err then return nil, "manifest truncated" end
@@ -139,29 +171,33 @@ function M.decode(s)
   local count = r:uint()
   if r.err then return nil, "manifest truncated" end
   if not m.kind then return nil, "manifest: unknown kind" end
+  -- the name is one plain component: it becomes a path below DEST
   local ok, why = paths.check_component(m.name)
   if not ok then return nil, "manifest name: " .. why end
   if m.chunk_size < M.MIN_CHUNK or m.chunk_size > M.MAX_CHUNK then return nil, "manifest: chunk size out of range" end
-  if count > M.MAX_FILES then return nil, "manifest: too many files" end
+  if count > max_files then return nil, "manifest: " .. count .. " files (the limit is " .. max_files .. ")" end
+  -- each entry takes at least 66 bytes: a lying count cannot allocate
+  if count * 66 > r:remaining() then return nil, "manifest truncated" end
   if m.kind == "file" and count ~= 1 then return nil, "manifest: a file share holds one file" end
   m.files, m.total = {}, 0
   local rels = {}
   for i = 1, count do
     local f = { path = r:string(), size = r:uint() }
-    f.hash = r:fixed64()
-    if r.err then return nil, "manifest truncated" end
+    if r.err or r:remaining() < 64 then return nil, "manifest truncated" end
+    f.hash_at = r.i
+    r.i = r.i + 64
     if f.size > M.MAX_SIZE then return nil, "manifest: file " .. i .. " is too large" end
     local n = M.chunk_count(f.size, m.chunk_size)
     if n * 32 > r:remaining() then return nil, "manifest truncated" end
-    f.chunks = {}
-    for j = 1, n do f.chunks[j] = r:fixed32() end
+    f.nchunks, f.chunk_at = n, r.i
+    r.i = r.i + n * 32
     m.files[i] = f
     rels[i] = f.path
     m.total = m.total + f.size
   end
   if r.err then return nil, "manifest truncated" end
   if not r:done() then return nil, "manifest: trailing bytes" end
-  ok, why = paths.check_set(rels)
+  ok, why = paths.check_set(rels, opts.max_depth)
   if not ok then return nil, "manifest: " .. why end
   m.encoded = s
   m.id = blake2b(s, 32)

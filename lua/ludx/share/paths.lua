@@ -1,12 +1,14 @@
 -- Paths that come from the network are hostile until checked. A share path
 -- is relative, uses "/" between components, and every component is a plain
--- name: no "", ".", "..", NUL or control characters, no backslash, no drive
--- letter, at most 255 bytes; the whole path at most 4096 bytes. The name
--- ".ludx-partial" is reserved for the fetcher's partial files.
+-- name: no "", ".", "..", "/", NUL or control characters, no backslash, no
+-- drive letter, at most 255 bytes; the whole path at most 4096 bytes and
+-- 128 components. The name ".ludx-partial" is reserved for the fetcher's
+-- partial files. A manifest's name is one component.
 local M = {}
 
 M.MAX_PATH = 4096
 M.MAX_COMPONENT = 255
+M.MAX_DEPTH = 128
 M.PARTIAL_DIR = ".ludx-partial"
 
 --- One component: the name, or nil, reason.
@@ -14,6 +16,7 @@ function M.check_component(c)
   if type(c) ~= "string" then return nil, "not a string" end
   if c == "" then return nil, "empty component" end
   if c == "." or c == ".." then return nil, "'" .. c .. "' component" end
+  if c:find("/", 1, true) then return nil, "'/' inside a name" end
   if #c > M.MAX_COMPONENT then return nil, "component longer than " .. M.MAX_COMPONENT .. " bytes" end
   if c:find("%z") then return nil, "NUL byte" end
   if c:find("[%c\127]") then return nil, "control character" end
@@ -24,15 +27,18 @@ function M.check_component(c)
 end
 
 --- A relative share path: the path and its components, or nil, reason.
-function M.check(path)
+-- max_depth: components allowed (default M.MAX_DEPTH).
+function M.check(path, max_depth)
   if type(path) ~= "string" then return nil, "path is not a string" end
   if path == "" then return nil, "empty path" end
   if #path > M.MAX_PATH then return nil, "path longer than " .. M.MAX_PATH .. " bytes" end
   if path:sub(1, 1) == "/" then return nil, "absolute path" end
+  max_depth = max_depth or M.MAX_DEPTH
   local parts = {}
   for c in (path .. "/"):gmatch("([^/]*)/") do
     local ok, why = M.check_component(c)
     if not ok then return nil, why end
+    if #parts >= max_depth then return nil, "more than " .. max_depth .. " components" end
     parts[#parts + 1] = c
   end
   return path, parts
@@ -40,19 +46,23 @@ end
 
 --- Checks a list of paths together: each valid, none twice, and no path is
 -- a directory of another (a file "a" and a file "a/b"). true or nil, reason.
-function M.check_set(list)
-  local files, dirs = {}, {}
+-- Memory and time are linear in the input (one sort key per path, no path
+-- prefix kept): with "/" as NUL (never in a name), a path that lies inside
+-- file p sorts right after p or after another such path, so comparing
+-- neighbours finds every clash.
+function M.check_set(list, max_depth)
+  local keys = {}
   for i, p in ipairs(list) do
-    local ok, parts = M.check(p)
-    if not ok then return nil, "path " .. i .. ": " .. parts end
-    if files[p] then return nil, "path " .. i .. " is listed twice" end
-    if dirs[p] then return nil, "path " .. i .. " is also a directory" end
-    files[p] = true
-    local prefix = nil
-    for j = 1, #parts - 1 do
-      prefix = prefix and (prefix .. "/" .. parts[j]) or parts[j]
-      if files[prefix] then return nil, "path " .. i .. " is inside a file" end
-      dirs[prefix] = true
+    local ok, why = M.check(p, max_depth)
+    if not ok then return nil, "path " .. i .. ": " .. why end
+    keys[i] = p:gsub("/", "\0")
+  end
+  table.sort(keys)
+  for i = 2, #keys do
+    local prev, cur = keys[i - 1], keys[i]
+    if prev == cur then return nil, "path " .. prev:gsub("%z", "/") .. " is listed twice" end
+    if cur:sub(1, #prev + 1) == prev .. "\0" then
+      return nil, "path " .. cur:gsub("%z", "/") .. " is inside the file " .. prev:gsub("%z", "/")
     end
   end
   return true

@@ -21,13 +21,14 @@ M.HELLO, M.MANIFEST, M.GET, M.DATA, M.ERROR = 1, 2, 3, 4, 5
 M.NAMES = { "HELLO", "MANIFEST", "GET", "DATA", "ERROR" }
 
 M.DATA_MAX = 64000           -- payload bytes in one DATA message
+M.DATA_MESSAGE_MAX = M.DATA_MAX + 64 -- a whole DATA message (type, id, file, offset, payload)
 M.GET_MAX = 16 * 1024 * 1024       -- bytes one GET may ask for
 M.READ_MAX = 65536
 M.CLIENT_MESSAGE_MAX = 1024        -- what a server accepts
 M.SERVER_MESSAGE_MAX = 64 * 1024 * 1024 -- what a client accepts (the manifest)
 
 -- error codes
-M.E_PROTOCOL, M.E_VERSION, M.E_RANGE, M.E_IO = 1, 2, 3, 4
+M.E_PROTOCOL, M.E_VERSION, M.E_RANGE, M.E_IO, M.E_BUSY = 1, 2, 3, 4, 5
 
 local char, byte, concat = string.char, string.byte, table.concat
 
