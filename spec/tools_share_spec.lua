@@ -1,6 +1,5 @@
 -- ludx.share in one process over a loopback testnet: manifests, hostile
 -- paths and messages, whole fetches, resume from partial files, orders.
-local ludx = require "ludx"
 local dht = require "ludx.dht"
 local share = require "ludx.share"
 local manifest = require "ludx.share.manifest"
@@ -167,7 +166,7 @@ describe("ludx.share", function()
         fetch_cmd.main({ "--max-files", "0", string.rep("a", 64) }),
         fetch_cmd.main({ "--max-manifest", "12Q", string.rep("a", 64) }),
       }
-      io.stderr = stderr
+      io.stderr = stderr -- luacheck: ignore 122
       assert.are.same({ 1, 1, 1, 1, 1, 1 }, codes)
     end)
   end)
@@ -208,6 +207,7 @@ describe("ludx.share", function()
       k, msg, code = r3:next()
       assert.is_nil(k)
       assert.are.equal("EPROTO", code)
+      assert.is_string(msg)
     end))
   end)
 
@@ -300,7 +300,7 @@ describe("ludx.share", function()
       local d = newdir()
       local r = assert(share.fetch(b, s.key, d))
       assert.are.equal(d .. "/one.txt", r.target)
-      r = assert(share.fetch(b, s.key, d .. "/renamed.txt"))
+      assert(share.fetch(b, s.key, d .. "/renamed.txt"))
       assert.are.equal("one", read(d .. "/renamed.txt"))
       s:close({ fast = true })
       tn:destroy()
