@@ -14,7 +14,7 @@
 ---@field FIREWALL table Firewall kinds: UNKNOWN, OPEN, CONSISTENT, RANDOM.
 local M = {}
 
---- A node, bound and bootstrapping. opts: bootstrap ("host:port" or a list of them; default the public network), host ("0.0.0.0"), port (nil: 49737 or the next free one; 0: any), ephemeral, firewalled, keypair (default for listen and connect).
+--- A node, bound and bootstrapping. opts: bootstrap ("host:port" or a list of them; default the public network), host ("0.0.0.0"), port (nil: 49737 or the next free one; 0: any), ephemeral, firewalled, keypair (default for listen and connect). Bounds on what other nodes can make it spend (docs/security.md): max_requests (10000 a second in all), max_requests_per_source (200 per host:port), max_requests_per_prefix (2000 per IPv4 /24 or IPv6 /48), amplification (3: bytes sent to a host that has not proven it receives, per byte it sent), max_store_bytes (32 MiB over all stores), max_store_bytes_per_host (1 MiB per 10 min), max_verifications (1000 signature checks a second) and max_verifications_per_prefix (200), max_delayed_pings (1024) and max_delayed_pings_per_host (8), max_relay_pending (4096 relayed handshakes awaiting the server's answer).
 ---@param opts? table
 ---@return ludx.dht.Node? node
 ---@return string? err
