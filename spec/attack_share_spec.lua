@@ -25,20 +25,7 @@ local function newdir()
   return d
 end
 
-local function write(path, data)
-  assert(fs.mkdirp(paths.dirname(path)))
-  local f = assert(io.open(path, "wb"))
-  f:write(data)
-  f:close()
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local write, read = H.write_file, H.read_file
 
 -- every entry under dir (links included, not followed), sorted
 local function listing(dir)

@@ -54,4 +54,31 @@ function H.ludx(args, opts)
   return table.concat(out), err, status, sig
 end
 
+--- A new empty directory under the system's temporary folder.
+function H.tmpdir()
+  local fs = require "ludx.fs"
+  local d = os.tmpname()
+  os.remove(d)
+  assert(fs.mkdirp(d))
+  return d
+end
+
+--- Writes data to path, making its directories.
+function H.write_file(path, data)
+  local fs = require "ludx.fs"
+  assert(fs.mkdirp(path:match("^(.*)/[^/]*$") or "."))
+  local f = assert(io.open(path, "wb"))
+  f:write(data)
+  f:close()
+end
+
+--- The bytes of the file at path, or nil when there is none.
+function H.read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
 return H

@@ -5,26 +5,9 @@ local fs = require "ludx.fs"
 local H = require "helper"
 local run = H.run
 
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(fs.mkdirp(d))
-  return d
-end
+local tmpdir = H.tmpdir
 
-local function write(path, data)
-  local f = assert(io.open(path, "wb"))
-  f:write(data)
-  f:close()
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local write, read = H.write_file, H.read_file
 
 local function spawn(args)
   return assert(process.spawn(H.ludx_bin, args))

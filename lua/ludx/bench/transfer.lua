@@ -372,14 +372,16 @@ function M.case(spec)
     local o = options(ctx)
     local base_bytes = o.bytes
     local trace
-    for _ = 1, 4 do
+    -- a loaded machine fires the sampling timer late (fewer samples than
+    -- the transfer's length promises): each retry aims at twice the minimum
+    for _ = 1, 6 do
       trace = traced(ctx, system, o, interval)
       if #trace >= M.PLOT_MIN_POINTS then break end
       if interval > 1 then
         interval = math.max(1, math.floor(interval * #trace / (2 * M.PLOT_MIN_POINTS)))
       else
         -- 1 ms is the finest sampling: a longer transfer gives more points
-        local factor = math.min(16, math.ceil(1.5 * M.PLOT_MIN_POINTS / math.max(1, #trace)))
+        local factor = math.min(16, math.ceil(2 * M.PLOT_MIN_POINTS / math.max(1, #trace)))
         o.bytes = math.min(256 * 1024 * 1024, o.bytes * factor)
       end
     end
