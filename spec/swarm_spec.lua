@@ -1,0 +1,207 @@
+-- ludx.swarm on a ludx testnet: topics, one connection per key when both
+-- dial, reconnect, leave/close/destroy, bans, firewall, and the caps that
+-- bound what a hostile DHT can make a swarm remember.
+local ludx = require "ludx"
+local dht = require "ludx.dht"
+local swarm = require "ludx.swarm"
+local compact = require "ludx.compact"
+local hm = require "ludx.dht.hyperdht_messages"
+local H = require "helper"
+local run = H.run
+
+local function seed(n)
+  return string.rep(string.char(n), 32)
+end
+
+local function count(t)
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n
+end
+
+local function new_swarm(tn, o)
+  o = o or {}
+  o.dht = o.dht or assert(tn:create_node())
+  return assert(swarm.new(o))
+end
+
+-- Waits until cond() holds (checked whenever a task runs, at most every 20 ms).
+local function eventually(cond, what, timeout)
+  local deadline = ludx.now() + (timeout or 20000)
+  while not cond() do
+    if ludx.now() > deadline then error("never: " .. what, 2) end
+    ludx.sleep(20)
+  end
+end
+
+describe("ludx.swarm", function()
+  it("two swarms meet on a topic and talk; one connection each", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn, { keypair = dht.keypair(seed(1)) })
+    local b = new_swarm(tn, { keypair = dht.keypair(seed(2)) })
+    local got = ludx.queue()
+    a:on_connection(function(conn, info)
+      assert.equals(b.keypair.public_key, info.public_key)
+      assert.equals(b.keypair.public_key, conn.remote_public_key)
+      conn:write("hello from a")
+      got:put("a:" .. tostring(conn:read()))
+      conn:read()
+    end)
+    b:on_connection(function(conn, info)
+      assert.equals(a.keypair.public_key, info.public_key)
+      conn:write("hello from b")
+      got:put("b:" .. tostring(conn:read()))
+      conn:read()
+    end)
+    local topic = dht.hash("swarm spec topic")
+    local da = assert(a:join(topic, { server = true, client = false }))
+    assert.is_true(da:flushed(20000))
+    local db = assert(b:join(topic, { server = false, client = true }))
+    assert.is_true(db:flushed(20000))
+    local x, y = got:get(20000), got:get(20000)
+    local seen = { [x] = true, [y] = true }
+    assert.is_true(seen["a:hello from b"])
+    assert.is_true(seen["b:hello from a"])
+    assert.equals(1, count(a.connections))
+    assert.equals(1, count(b.connections))
+    assert.truthy(a.peers[b.keypair.public_key])
+    assert.is_false(a.peers[b.keypair.public_key].client)
+    assert.is_true(b.peers[a.keypair.public_key].client)
+    a:destroy()
+    b:destroy()
+    tn:destroy()
+  end, 60000))
+
+  it("both as client and server at once: exactly one connection", run(function()
+    local tn = assert(dht.testnet(4))
+    for round = 1, 2 do
+      local a = new_swarm(tn, { keypair = dht.keypair(seed(10 + round)) })
+      local b = new_swarm(tn, { keypair = dht.keypair(seed(20 + round)) })
+      local opened = { a = 0, b = 0 }
+      a:on_connection(function(conn) opened.a = opened.a + 1 conn:read() end)
+      b:on_connection(function(conn) opened.b = opened.b + 1 conn:read() end)
+      local topic = dht.hash("both ways " .. round)
+      -- both announced first, then both look up at once: both dial
+      local da = a:join(topic, { server = true, client = false })
+      local db = b:join(topic, { server = true, client = false })
+      assert(da:flushed(20000))
+      assert(db:flushed(20000))
+      da:refresh({ client = true })
+      db:refresh({ client = true })
+      assert(da:flushed(20000))
+      assert(db:flushed(20000))
+      assert(a:flush(20000))
+      assert(b:flush(20000))
+      eventually(function() return count(a.connections) == 1 and count(b.connections) == 1 end, "one connection each")
+      -- both keep the same one (what one wrote, the other reads)
+      local ca, cb = a.connections[b.keypair.public_key], b.connections[a.keypair.public_key]
+      assert.equals(ca.handshake_hash, cb.handshake_hash)
+      -- and it stays one
+      ludx.sleep(300)
+      assert.equals(1, count(a.connections))
+      assert.equals(1, count(b.connections))
+      assert.equals(ca, a.connections[b.keypair.public_key])
+      a:destroy()
+      b:destroy()
+    end
+    tn:destroy()
+  end, 90000))
+
+  it("the duplicate rule: the larger key's dial wins on both sides", function()
+    local big, small = string.rep("\255", 32), string.rep("\1", 32)
+    assert.is_true(swarm._key_greater(big, small))
+    assert.is_false(swarm._key_greater(small, big))
+    assert.is_true(swarm._key_greater("\128" .. string.rep("\0", 31), "\127" .. string.rep("\255", 31)))
+  end)
+
+  it("join_peer connects by key and reconnects after the peer drops it", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn, { backoffs = { 50, 100, 150, 1000 }, jitter = 10 })
+    local b = new_swarm(tn)
+    assert(b:listen(20000))
+    local n = 0
+    b:on_connection(function(conn)
+      n = n + 1
+      if n == 1 then return end -- the first one ends at once
+      conn:read()
+    end)
+    assert(a:join_peer(b.keypair.public_key))
+    eventually(function() return n >= 2 and count(a.connections) == 1 end, "a reconnect")
+    assert(a:leave_peer(b.keypair.public_key))
+    a:destroy()
+    b:destroy()
+    tn:destroy()
+  end, 60000))
+
+  it("leave unannounces; close and destroy end everything and are idempotent", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn)
+    local topic = dht.hash("leave me")
+    local d = a:join(topic, { server = true, client = false })
+    assert(d:flushed(20000))
+    local node = assert(tn:create_node())
+    local function announced()
+      for r in node:lookup(topic) do
+        for _, p in ipairs(r.peers) do
+          if p.public_key == a.keypair.public_key then return true end
+        end
+      end
+      return false
+    end
+    assert.is_true(announced())
+    assert(a:leave(topic))
+    assert.is_false(announced())
+    assert.is_nil((d:flushed(100)))
+    -- close wakes waiters with a code, and twice is fine
+    local b = new_swarm(tn)
+    local d2 = b:join(dht.hash("never flushed"), { client = true, server = false })
+    local waiter = ludx.spawn("waiter", function() return b:flush() end)
+    b:close(5000)
+    local r = { waiter:join() }
+    assert.is_true(r[1] == true or r[3] == "SWARM_DESTROYED")
+    assert.is_true(b:close())
+    assert.is_true(b:destroy())
+    assert.is_nil((d2:flushed()))
+    local ok, _, code = b:join(topic)
+    assert.is_nil(ok)
+    assert.equals("SWARM_DESTROYED", code)
+    a:destroy()
+    a:destroy()
+    tn:destroy()
+  end, 60000))
+
+  it("firewall and ban refuse a peer", run(function()
+    local tn = assert(dht.testnet(4))
+    local bad = dht.keypair(seed(40))
+    local a = new_swarm(tn, { firewall = function(pk) return pk == bad.public_key end })
+    assert(a:listen(20000))
+    local c = new_swarm(tn, { keypair = bad })
+    local ok = c:join_peer(a.keypair.public_key)
+    assert.is_true(ok)
+    eventually(function() return a.peers[bad.public_key] and a.peers[bad.public_key].banned end, "a ban")
+    assert.equals(0, count(a.connections))
+    -- a handler may ban too: the peer stays refused
+    local good = new_swarm(tn)
+    a:on_connection(function(conn, info) info:ban() conn:close() end)
+    good:join_peer(a.keypair.public_key)
+    eventually(function() return a.peers[good.keypair.public_key] and a.peers[good.keypair.public_key].banned end, "ban")
+    assert.is_true(a._firewalled(a, good.keypair.public_key, nil, true))
+    a:destroy()
+    c:destroy()
+    good:destroy()
+    tn:destroy()
+  end, 60000))
+
+  it("argument errors raise; a bad topic is EINVAL", run(function()
+    local tn = assert(dht.testnet(2))
+    local a = new_swarm(tn)
+    assert.has_error(function() a:join(5) end)
+    assert.has_error(function() a:on_connection("x") end)
+    assert.has_error(function() swarm.new({ max_peers = -1, dht = a.dht }) end)
+    local ok, _, code = a:join("short")
+    assert.is_nil(ok)
+    assert.equals("EINVAL", code)
+    a:destroy()
+    tn:destroy()
+  end))
+end)
