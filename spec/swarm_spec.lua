@@ -192,6 +192,76 @@ describe("ludx.swarm", function()
     tn:destroy()
   end, 60000))
 
+  -- A hostile DHT: every node answers each LOOKUP of the topic with 20 new
+  -- peers (valid keys nobody serves). Without a cap the swarm remembers
+  -- every one (~100 per refresh here); with it, at most max_peer_table,
+  -- and the dials in flight stay at max_parallel.
+  it("a DHT that returns endless fake peers: the peer table and queue stay bounded", run(function()
+    local tn = assert(dht.testnet(5))
+    local served = 0
+    for _, n in ipairs(tn.nodes) do
+      local p = n:raw().persistent
+      p.on_lookup = function(_, req)
+        local records = {}
+        for i = 1, 20 do
+          records[i] = compact.encode(hm.peer, { public_key = dht.keypair().public_key, relay_addresses = {} })
+        end
+        served = served + 20
+        req:reply(compact.encode(hm.lookup_raw_reply, { peers = records, bump = 0 }))
+      end
+    end
+    local cap = 100
+    local a = new_swarm(tn, { max_peer_table = cap, connect_timeout = 5000 })
+    local d = a:join(dht.hash("hostile topic"), { server = false, client = true })
+    local peak, peak_connecting = 0, 0
+    for _ = 1, 10 do
+      d:refresh()
+      assert(d.discovery:flushed(20000))
+      local st = a:stats()
+      peak = math.max(peak, st.peers)
+      peak_connecting = math.max(peak_connecting, st.connecting)
+      assert.is_true(st.queued <= cap)
+    end
+    print(string.format("swarm hostile DHT: %d fake peers served, peer table peak %d (cap %d), dropped %d, dials in flight peak %d",
+      served, peak, cap, a:stats().peers_dropped, peak_connecting))
+    assert.is_true(served > 3 * cap)
+    assert.is_true(peak <= cap)
+    assert.is_true(a:stats().peers_dropped > 0)
+    assert.is_true(peak_connecting <= swarm.MAX_PARALLEL)
+    a:destroy()
+    -- nothing per peer outlives the swarm: its reconnect timers are gone
+    for _, p in pairs(a.peers) do assert.is_nil(p.retry) end
+    tn:destroy()
+  end, 90000))
+
+  it("max_server_connections refuses clients past the cap at the handshake", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn, { max_server_connections = 2 })
+    a:on_connection(function(conn) while conn:read() do end end)
+    assert(a:listen(20000))
+    local others = {}
+    for i = 1, 4 do
+      others[i] = new_swarm(tn, { backoffs = { 100000, 100000, 100000, 100000 } })
+      assert(others[i]:join_peer(a.keypair.public_key))
+    end
+    eventually(function()
+      local done = 0
+      for _, o in ipairs(others) do
+        local st = o:stats()
+        if st.connecting == 0 and st.attempted > 0 then done = done + 1 end
+      end
+      return done == 4
+    end, "every dial ended")
+    local st = a:stats()
+    print(string.format("swarm server cap: %d opened, %d refused (cap 2)", st.server_opened, st.server_refused))
+    assert.is_true(st.server_opened <= 2)
+    assert.is_true(count(a.connections) <= 2)
+    assert.is_true(st.server_refused >= 2)
+    for _, o in ipairs(others) do o:destroy() end
+    a:destroy()
+    tn:destroy()
+  end, 90000))
+
   it("argument errors raise; a bad topic is EINVAL", run(function()
     local tn = assert(dht.testnet(2))
     local a = new_swarm(tn)
