@@ -393,19 +393,23 @@ function Swarm:_on_server_connection(conn)
       if old then ludx.spawn("swarm keepalive", function() pcall(old.write, old, "") end) end
       return conn:close()
     end
-    if existing.connecting then
-      self:_drop_dial(existing)
-    else
-      old:close()
-      self:_gone(existing)
-    end
   end
   local p = self:_upsert(pk, nil, true)
   local entry = { peer = p, client = false, conn = conn }
+  -- the new entry is in place before the old one goes, so that the old
+  -- one's end does not start a dial to this key
   self.all[pk] = entry
   self.connections[pk] = conn
   self.server_connections = self.server_connections + 1
   self.counters.server_opened = self.counters.server_opened + 1
+  if existing then
+    if existing.connecting then
+      self:_drop_dial(existing)
+    else
+      existing.conn:close()
+      self:_gone(existing)
+    end
+  end
   p.client, p.server = false, true
   self:_opened(entry)
 end
