@@ -226,7 +226,7 @@ function Swarm:_handle_peer(found, topic)
   if not p then return end
   p:_topic(topic)
   if self.all[p.public_key] then return end
-  if not p:prioritized() or p.server then p:_reset() end
+  if not p:_prioritized() or p.server then p:_reset() end
   if p:_update_priority() then self:_enqueue(p) end
 end
 

@@ -53,7 +53,7 @@ function Peer:_get_priority()
   return NORMAL
 end
 
-function Peer:prioritized()
+function Peer:_prioritized()
   return self.priority >= NORMAL
 end
 
