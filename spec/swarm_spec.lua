@@ -204,7 +204,9 @@ describe("ludx.swarm", function()
       p.on_lookup = function(_, req)
         local records = {}
         for i = 1, 20 do
-          records[i] = compact.encode(hm.peer, { public_key = dht.keypair().public_key, relay_addresses = {} })
+          local relays = {}
+          for j = 1, 40 do relays[j] = { host = "127.0.0.1", port = 1000 + j } end
+          records[i] = compact.encode(hm.peer, { public_key = dht.keypair().public_key, relay_addresses = relays })
         end
         served = served + 20
         req:reply(compact.encode(hm.lookup_raw_reply, { peers = records, bump = 0 }))
@@ -228,6 +230,7 @@ describe("ludx.swarm", function()
     assert.is_true(peak <= cap)
     assert.is_true(a:stats().peers_dropped > 0)
     assert.is_true(peak_connecting <= swarm.MAX_PARALLEL)
+    for _, p in pairs(a.peers) do assert.is_true(#(p.relay_addresses or {}) <= 3) end
     a:destroy()
     -- nothing per peer outlives the swarm: its reconnect timers are gone
     for _, p in pairs(a.peers) do assert.is_nil(p.retry) end

@@ -41,6 +41,8 @@ local SWARM_KEYS = {
   random = true,
 }
 
+local MAX_RELAY_ADDRESSES = 3
+
 local DESTROYED = { "swarm destroyed", "SWARM_DESTROYED" }
 
 -- Unsigned byte order of two keys: true when a > b.
@@ -222,7 +224,13 @@ end
 --- A peer found under topic by a lookup (a {public_key, relay_addresses}).
 function Swarm:_handle_peer(found, topic)
   if self.destroyed or type(found.public_key) ~= "string" or #found.public_key ~= 32 then return end
-  local p = self:_upsert(found.public_key, found.relay_addresses)
+  -- a server announces at most 3 relays; a record with more is cut (each
+  -- one is a handshake we would send, and memory per peer)
+  local relays = found.relay_addresses
+  if type(relays) == "table" and #relays > MAX_RELAY_ADDRESSES then
+    relays = { unpack(relays, 1, MAX_RELAY_ADDRESSES) }
+  end
+  local p = self:_upsert(found.public_key, relays)
   if not p then return end
   p:_topic(topic)
   if self.all[p.public_key] then return end
