@@ -114,6 +114,91 @@ describe("ludx.swarm", function()
     assert.is_true(swarm._key_greater("\128" .. string.rep("\0", 31), "\127" .. string.rep("\255", 31)))
   end)
 
+  it("a peer that comes back while its old connection carried data both ways replaces it", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn)
+    local b = new_swarm(tn)
+    b:on_connection(function(conn) while conn:read() do end end)
+    assert(b:listen(20000))
+    a:on_connection(function(conn) while conn:read() do end end)
+    assert(a:join_peer(b.keypair.public_key))
+    eventually(function() return b.connections[a.keypair.public_key] ~= nil end, "a connection")
+    local old = b.connections[a.keypair.public_key]
+    local mine = a.connections[b.keypair.public_key]
+    assert(mine:write("x"))
+    assert(old:write("y"))
+    eventually(function() local s = old:stats() return s.frames_in > 0 and s.frames_out > 0 end, "data both ways")
+    -- a comes back on a new connection (as after losing the old one)
+    local again = assert(a.dht:connect(b.keypair.public_key, { keypair = a.keypair }))
+    eventually(function() return b.connections[a.keypair.public_key] ~= old end, "the new connection kept")
+    assert.is_true(old.closed or old.err ~= nil)
+    assert.equals(1, count(b.connections))
+    assert.equals(1, b:stats().duplicates)
+    again:close()
+    a:destroy()
+    b:destroy()
+    tn:destroy()
+  end, 60000))
+
+  it("a peer still on the topic is dialed again after its connection ends", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn)
+    local b = new_swarm(tn, { backoffs = { 50, 100, 150, 1000 }, jitter = 10 })
+    local n = 0
+    a:on_connection(function(conn)
+      n = n + 1
+      if n == 1 then return end -- the handler returns: the first connection closes
+      while conn:read() do end
+    end)
+    b:on_connection(function(conn) while conn:read() do end end)
+    local topic = dht.hash("come back")
+    assert(a:join(topic, { server = true, client = false }):flushed(20000))
+    assert(b:join(topic, { server = false, client = true }):flushed(20000))
+    eventually(function() return n >= 2 and count(b.connections) == 1 end, "a second connection")
+    local st = b:stats()
+    assert.equals(2, st.client_opened)
+    assert.equals(1, st.client_closed)
+    a:destroy()
+    b:destroy()
+    tn:destroy()
+  end, 60000))
+
+  it("destroy ends every task and timer the swarm started", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn)
+    local b = new_swarm(tn)
+    a:on_connection(function(conn) while conn:read() do end end)
+    b:on_connection(function(conn) while conn:read() do end end)
+    local topic = dht.hash("all gone")
+    assert(a:join(topic):flushed(20000))
+    assert(b:join(topic):flushed(20000))
+    eventually(function() return count(a.connections) == 1 end, "a connection")
+    local readers = {}
+    for _, c in pairs(b.connections) do
+      readers[#readers + 1] = ludx.spawn("reader", function() return c:read() end)
+    end
+    a:destroy()
+    b:destroy()
+    for _, r in ipairs(readers) do
+      local v, _, code = r:join(5000)
+      assert.is_nil(v)
+      assert.is_string(code)
+    end
+    local function swarm_tasks()
+      local n = 0
+      for _, t in ipairs(ludx.tasks()) do
+        if t.name:match("^swarm") then n = n + 1 end
+      end
+      return n
+    end
+    eventually(function() return swarm_tasks() == 0 end, "no swarm task left")
+    for _, p in pairs(a.peers) do assert.is_nil(p.retry) end
+    for _, p in pairs(b.peers) do assert.is_nil(p.retry) end
+    assert.is_nil(next(a.connections))
+    assert.is_nil(next(b.all))
+    tn:destroy()
+  end, 60000))
+
   it("join_peer connects by key and reconnects after the peer drops it", run(function()
     local tn = assert(dht.testnet(4))
     local a = new_swarm(tn, { backoffs = { 50, 100, 150, 1000 }, jitter = 10 })
