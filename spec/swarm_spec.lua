@@ -237,6 +237,17 @@ describe("ludx.swarm", function()
     assert(a:leave(topic))
     assert.is_false(announced())
     assert.is_nil((d:flushed(100)))
+    -- leave and join again at once: the rejoin's announce comes after the
+    -- old unannounce, so the record stays
+    d = a:join(topic, { server = true, client = false })
+    assert(d:flushed(20000))
+    local leaver = ludx.spawn("leaver", function() return a:leave(topic) end)
+    ludx.yield()
+    d = a:join(topic, { server = true, client = false })
+    assert(leaver:join(20000))
+    assert(d:flushed(20000))
+    assert.is_true(announced())
+    assert(a:leave(topic))
     -- close wakes waiters with a code, and twice is fine
     local b = new_swarm(tn)
     local d2 = b:join(dht.hash("never flushed"), { client = true, server = false })

@@ -34,6 +34,9 @@ function M.new(swarm, topic)
     needs_unannounce = false,
     refreshes = 0,        -- refreshes ended
     done_waiters = ludx.waiters(),
+    wait_for = nil,       -- a discovery of the same topic still unannouncing
+    ended = false,        -- destroy (and its unannounce) finished
+    end_waiters = ludx.waiters(),
   }, D)
 end
 
@@ -61,6 +64,10 @@ end
 local function refresh(self, clock)
   local swarm = self.swarm
   local node = swarm.dht
+  -- a rejoin waits for the old unannounce, which would remove the new record
+  local prev = self.wait_for
+  while prev and not prev.ended and not self.destroyed do prev.end_waiters:wait("swarm topic rejoin") end
+  self.wait_for = nil
   local ok = node:ready()
   if ok and self.is_server and clock == self.clock and not self.destroyed then
     ok = swarm:listen()
@@ -157,13 +164,20 @@ function D:destroy(unannounce, timeout)
       local h = node:raw()
       local q = h:lookup_and_unannounce(self.topic, self.swarm.keypair,
         { closest_nodes = nodes, only_closest_nodes = true, force = true })
-      ludx.await("swarm unannounce", timeout or 10000, function(cb)
+      local ok, err = pcall(ludx.await, "swarm unannounce", timeout or 10000, function(cb)
         q.on_end = function() cb(true) end
         q:start()
       end)
       q:destroy()
+      if not ok then
+        self.ended = true
+        self.end_waiters:wake_all(true)
+        error(err, 0)
+      end
     end
   end
+  self.ended = true
+  self.end_waiters:wake_all(true)
   return true
 end
 

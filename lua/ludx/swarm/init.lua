@@ -109,6 +109,7 @@ function M.new(opts)
     explicit = {},      -- public key -> peer (join_peer)
     n_explicit = 0,
     discoveries = {},   -- topic -> discovery
+    leaving = {},       -- topic -> discovery unannouncing (a rejoin waits for it)
     queue = peer_mod.queue(opts.random),
     connecting = 0,
     client_connections = 0,
@@ -474,6 +475,7 @@ function Swarm:join(topic, opts)
   local d = self.discoveries[topic]
   if not d or d.destroyed then
     d = discovery.new(self, topic)
+    d.wait_for = self.leaving[topic]
     self.discoveries[topic] = d
   end
   return discovery.session(d, { server = server, client = client, limit = opts.limit })
@@ -487,7 +489,10 @@ function Swarm:leave(topic, timeout)
   local d = self.discoveries[topic]
   if not d then return true end
   self.discoveries[topic] = nil
-  return d:destroy(true, timeout)
+  self.leaving[topic] = d
+  local ok, msg, code = d:destroy(true, timeout)
+  if self.leaving[topic] == d then self.leaving[topic] = nil end
+  return ok, msg, code
 end
 
 --- Keeps a connection to public_key (reconnecting with backoff) until
