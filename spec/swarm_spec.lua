@@ -361,6 +361,33 @@ describe("ludx.swarm", function()
     tn:destroy()
   end, 90000))
 
+  it("bans a handler makes against ever new keys stay within max_peer_table", run(function()
+    local tn = assert(dht.testnet(4))
+    local cap = 3
+    local a = new_swarm(tn, { max_peer_table = cap })
+    a:on_connection(function(conn, info) info:ban() conn:close() end)
+    assert(a:listen(20000))
+    local node = assert(tn:create_node())
+    for i = 1, 2 * cap + 1 do
+      -- a new key each time (a raw connection, so nothing dials again)
+      local conn = node:connect(a.keypair.public_key, { keypair = dht.keypair(seed(100 + i)) })
+      if conn then
+        conn:wait_closed(20000)
+        conn:close()
+      end
+    end
+    eventually(function() return a:stats().banned == 2 * cap + 1 end, "every key banned")
+    local st = a:stats()
+    print(string.format("swarm bans: %d keys banned, %d remembered (cap %d), %d forgotten", st.banned, st.peers, cap,
+      st.bans_forgotten))
+    assert.is_true(st.peers <= cap)
+    assert.equals(cap + 1, st.bans_forgotten)
+    -- the latest bans hold
+    assert.is_true(a.peers[dht.keypair(seed(100 + 2 * cap + 1)).public_key].banned)
+    a:destroy()
+    tn:destroy()
+  end, 60000))
+
   it("argument errors raise; a bad topic is EINVAL", run(function()
     local tn = assert(dht.testnet(2))
     local a = new_swarm(tn)

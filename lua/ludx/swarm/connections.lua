@@ -62,12 +62,29 @@ function Swarm:_maybe_delete(p)
   self.n_peers = self.n_peers - 1
 end
 
+-- Bans are remembered oldest first; past max_peer_table of them the
+-- oldest is forgotten (a handler that bans every key it sees, against keys
+-- that keep changing, must not grow the table without bound).
 function Swarm:_banned(p)
   self.counters.banned = self.counters.banned + 1
   if p.queued then
     self.queue:remove(p)
     p.queued = false
     self.progress:wake_all(true)
+  end
+  local b = self.bans
+  b.tail = b.tail + 1
+  b[b.tail] = p
+  p.ban_seq = b.tail
+  while b.tail - b.head + 1 > self.max_peer_table do
+    local old = b[b.head]
+    b[b.head] = nil
+    b.head = b.head + 1
+    if old.banned and old.ban_seq == b.head - 1 then
+      old.banned = false
+      self.counters.bans_forgotten = self.counters.bans_forgotten + 1
+      self:_maybe_delete(old)
+    end
   end
 end
 

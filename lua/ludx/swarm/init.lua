@@ -121,7 +121,8 @@ function M.new(opts)
     listen_waiters = ludx.waiters(),
     listen_state = nil,             -- nil, "running", "done"
     counters = { attempted = 0, client_opened = 0, client_closed = 0, server_opened = 0, server_closed = 0,
-      duplicates = 0, banned = 0, peers_dropped = 0, server_refused = 0 },
+      duplicates = 0, banned = 0, peers_dropped = 0, server_refused = 0, bans_forgotten = 0 },
+    bans = { head = 1, tail = 0 },  -- banned peers, oldest first
     destroyed = false,
   }, Swarm)
   if opts.random then self.random = opts.random end
@@ -278,7 +279,7 @@ function Swarm:flush(timeout)
 end
 
 --- Counters: attempted, client_opened/closed, server_opened/closed,
--- duplicates, banned, peers_dropped, server_refused; and the current
+-- duplicates, banned, peers_dropped, server_refused, bans_forgotten; and the current
 -- connecting, connections, peers.
 function Swarm:stats()
   local s = {}
