@@ -305,7 +305,11 @@ swarm.new): `max_peer_table` peers remembered (1024; more discovered peers
 are ignored), `max_server_connections` accepted connections (256; more are
 refused during the handshake), `max_parallel` dials (3), `max_peers` (64),
 `connect_timeout` per dial (30 s). The reconnect queue holds only peers of
-the table.]],
+the table; bans are kept up to `max_peer_table` (the oldest is forgotten);
+a discovered peer keeps at most 3 relay addresses.
+
+`close()` is the graceful end (every topic and the swarm key unannounced,
+then destroy); `destroy()` ends at once without unannouncing.]],
     example = [[
 local tn = assert(dht.testnet(3))
 local a = assert(swarm.new({ bootstrap = tn.bootstrap, port = 0 }))

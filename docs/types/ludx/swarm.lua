@@ -25,7 +25,11 @@
 --- are ignored), `max_server_connections` accepted connections (256; more are
 --- refused during the handshake), `max_parallel` dials (3), `max_peers` (64),
 --- `connect_timeout` per dial (30 s). The reconnect queue holds only peers of
---- the table.
+--- the table; bans are kept up to `max_peer_table` (the oldest is forgotten);
+--- a discovered peer keeps at most 3 relay addresses.
+---
+--- `close()` is the graceful end (every topic and the swarm key unannounced,
+--- then destroy); `destroy()` ends at once without unannouncing.
 ---@class ludx.swarm
 ---@field MAX_PEERS integer 64: dialing stops at this many connections (fewer with join_peer peers).
 ---@field MAX_PARALLEL integer 3: dials at once.
