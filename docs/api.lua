@@ -195,6 +195,7 @@ print(b:read(), b.remote_public_key == a.public_key)]],
           { ":finish(timeout?: number) -> " .. E, "Flushes, then ends the raw stream." },
           { ":close() -> ok: true", "Closes and destroys the raw stream." },
           { ":destroy() -> ok: true", "As close (the graceful end is finish()). Idempotent; waiting readers and writers get a code." },
+          { ":wait_closed(timeout?: number) -> " .. E, "Waits until the stream is closed or has failed, by either side (then stream.err tells a failure)." },
           { ":stats() -> stats: table", "The raw stream's stats plus frames_in/out, keepalives, plaintext_in/out." },
         } },
     },
@@ -278,6 +279,96 @@ print(conn:read())                                --> hi]],
     internal = { "_await", "Node" },
   },
 
+  {
+    name = "ludx.swarm",
+    summary = "Meet peers on topics, as Hyperswarm does",
+    doc = [[
+A swarm joins topics (32-byte hashes) on the DHT, finds who else joined
+them, and keeps one encrypted connection per remote key. It speaks npm
+`hyperswarm` 4.x: a ludx swarm and a Node swarm on one topic connect to each
+other, and when both dial at once both keep the same connection (the one the
+larger key dialed). A server announces the topic (and its own key, so it can
+be dialed); a client looks the topic up and dials what it finds, up to
+`max_parallel` at once and while fewer than `max_peers` connections are open.
+A connection that ends is dialed again with backoff (1 s, 5 s, 15 s, plus
+jitter) while its peer is still on a joined topic; lookups and announces
+run again every 10 to 12 minutes.
+
+Each connection runs `fn(conn, info)` in its own task; the connection
+closes when fn returns. `conn` is a `ludx.secretstream.Stream`
+(`conn.remote_public_key`, `conn.initiator`); `info` is the peer:
+`public_key`, `topics` (the joined topics it was found under), `client` (we
+dialed), `server`, `explicit`, `banned`, `attempts`, and `ban()`.
+
+What the DHT or peers can make a swarm spend is capped (options of
+swarm.new): `max_peer_table` peers remembered (1024; more discovered peers
+are ignored), `max_server_connections` accepted connections (256; more are
+refused during the handshake), `max_parallel` dials (3), `max_peers` (64),
+`connect_timeout` per dial (30 s). The reconnect queue holds only peers of
+the table; bans are kept up to `max_peer_table` (the oldest is forgotten);
+a discovered peer keeps at most 3 relay addresses.
+
+`close()` is the graceful end (every topic and the swarm key unannounced,
+then destroy); `destroy()` ends at once without unannouncing.]],
+    example = [[
+local tn = assert(dht.testnet(3))
+local a = assert(swarm.new({ bootstrap = tn.bootstrap, port = 0 }))
+local b = assert(swarm.new({ bootstrap = tn.bootstrap, port = 0 }))
+a:on_connection(function(conn, info) conn:write("hi") conn:finish() end)
+b:on_connection(function(conn, info) print(conn:read()) end)   --> hi
+local topic = dht.hash("my topic")
+assert(a:join(topic):flushed())             -- announced
+assert(b:join(topic, { server = false }):flushed())  -- looked up and dialed
+b:close()  a:close()                        -- unannounce, close connections]],
+    fields = {
+      { "MAX_PEERS", "integer", "64: dialing stops at this many connections (fewer with join_peer peers)." },
+      { "MAX_PARALLEL", "integer", "3: dials at once." },
+      { "MAX_CLIENT_CONNECTIONS", "number", "Unbounded by default (math.huge)." },
+      { "MAX_SERVER_CONNECTIONS", "integer", "256: accepted connections; more are refused at the handshake." },
+      { "MAX_PEER_TABLE", "integer", "1024: peers remembered; more discovered peers are ignored." },
+      { "CONNECT_TIMEOUT", "integer", "30000 ms per dial." },
+      { "FINISH_TIMEOUT", "integer", "10000 ms: how long a connection whose handler returned may take to end gracefully." },
+      { "REFRESH_INTERVAL", "integer", "10 min between a topic's lookups/announces." },
+      { "REFRESH_JITTER", "integer", "Up to 2 min added to it." },
+    },
+    functions = {
+      { "new(opts?: table) -> swarm: ludx.swarm.Swarm?, err: string?, code: string?", "A swarm (call it in a task). opts: dht (a ludx.dht node to use; else one is made, and the other options pass through to dht.new: bootstrap, port, host, ...), keypair (or seed: 32 bytes), firewall(remote_public_key, payload) -> true refuses and bans the peer, max_peers, max_parallel, max_client_connections, max_server_connections, max_peer_table, connect_timeout, finish_timeout, backoffs ({short, medium, long, explicit-peer} ms), jitter, refresh_interval, refresh_jitter." },
+    },
+    classes = {
+      { name = "ludx.swarm.Swarm", impl = "ludx.swarm:Swarm", doc = "A swarm.", fields = {
+          { "keypair", "table", "Its key pair (the public key is what peers see)." },
+          { "connections", "table<string, ludx.secretstream.Stream>", "Live view: remote public key -> the open connection." },
+          { "peers", "table<string, ludx.swarm.Peer>", "Live view: public key -> what the swarm knows of the peer." },
+          { "dht", "ludx.dht.Node", "The DHT node underneath." },
+        }, methods = {
+          { ":on_connection(fn: function) -> swarm: ludx.swarm.Swarm", "Sets fn(conn, info), run in a task of its own for each new connection; the connection closes (gracefully, up to finish_timeout) when fn returns." },
+          { ":join(topic: string, opts?: table) -> session: ludx.swarm.Session?, err: string?, code: string?", "Joins a topic: opts.server (announce; default true), opts.client (look up and dial; default true), opts.limit. Returns at once. A topic that is not 32 bytes: nil, \"invalid topic\", \"EINVAL\"." },
+          { ":leave(topic: string, timeout?: number) -> " .. E, "Leaves a topic: no more lookups, and our announcement is removed from the closest nodes (up to timeout ms, default 10 s). Open connections stay." },
+          { ":join_peer(public_key: string) -> " .. E, "Keeps a connection to this key (reconnecting with backoff) until leave_peer." },
+          { ":leave_peer(public_key: string) -> ok: true", "Stops keeping a connection to this key (an open one stays)." },
+          { ":flush(timeout?: number) -> " .. E, "Waits until every topic was announced and looked up and every peer found so far was dialed (or no more dials can start)." },
+          { ":listen(timeout?: number) -> " .. E, "Announces the swarm's key so peers can dial it (join with server does it)." },
+          { ":stats() -> stats: table", "Counters: attempted, client_opened, client_closed, server_opened, server_closed, duplicates, banned, peers_dropped, server_refused, bans_forgotten (past max_peer_table bans the oldest is forgotten); and now: connecting, connections, peers, queued." },
+          { ":topics() -> topics: string[]", "The joined topics." },
+          { ":close(timeout?: number) -> ok: true", "The graceful end: leaves every topic and stops the server, unannouncing all at once (each up to timeout ms, default 10 s), then destroy. Idempotent." },
+          { ":destroy() -> ok: true", "Ends now, without unannouncing: every connection and dial is closed (their tasks see reads and writes fail), timers stop, waiters get nil, \"swarm destroyed\", \"SWARM_DESTROYED\"; a DHT node the swarm made is destroyed. Idempotent." },
+        } },
+      { name = "ludx.swarm.Session", impl = "ludx.swarm.discovery:Session", doc = "A join of a topic.", fields = { { "topic", "string" }, { "is_server", "boolean" }, { "is_client", "boolean" } }, methods = {
+          { ":flushed(timeout?: number) -> " .. E, "Waits until the topic is announced (server) and looked up, and the peers found were dialed (client). False when the last round failed; nil, \"topic left\", \"SWARM_TOPIC_LEFT\" after leave." },
+          { ":refresh(opts?: table) -> " .. E, "Looks up / announces again now; opts.server, opts.client change this session's role, opts.limit. Returns at once." },
+          { ":destroy(timeout?: number) -> ok: true", "Leaves this session; the last one leaves the topic (unannounces)." },
+          { ":close(timeout?: number) -> ok: true", "As destroy." },
+        } },
+      { name = "ludx.swarm.Peer", impl = "ludx.swarm:Peer", doc = "What a swarm knows of a remote key (the info of on_connection).", fields = {
+          { "public_key", "string" }, { "topics", "string[]" }, { "client", "boolean", "Our last connection to it was a dial." },
+          { "server", "boolean" }, { "explicit", "boolean" }, { "banned", "boolean" }, { "attempts", "integer" },
+        }, methods = {
+          { ":ban(yes?: boolean) -> ok: true", "Bans (or with false unbans) the peer: never dialed, its connections refused. The open connection stays." },
+          { ":reconnect(yes?: boolean) -> ok: true", "Whether to dial it again after a connection ends (default true)." },
+        } },
+    },
+    internal = { "Swarm", "Peer" },
+  },
   {
     name = "ludx.tcp",
     summary = "TCP with the stream API of udx",

@@ -113,6 +113,7 @@ local function wake_everyone(self)
   self.lock_waiters:wake_all(false)
   self.pump_waiters:wake_all(false)
   self.keepalive_waiters:wake_all(false)
+  self.close_waiters:wake_all(true)
 end
 
 local function release(self)
@@ -408,7 +409,7 @@ function M.wrap(raw, opts)
     rbuf = {}, rhead = 1, rtail = 0, rbytes = 0,
     pending = {}, pending_bytes = 0,
     readers = ludx.waiters(), ready_waiters = ludx.waiters(), lock_waiters = ludx.waiters(),
-    pump_waiters = ludx.waiters(), keepalive_waiters = ludx.waiters(),
+    pump_waiters = ludx.waiters(), keepalive_waiters = ludx.waiters(), close_waiters = ludx.waiters(),
     last_write = now(),
     raw_bytes_in = 0, keepalives_out = 0,
     -- over a udx stream, data frames are encrypted and decrypted on the C
@@ -605,6 +606,17 @@ function Stream:close()
   local failed = self.err ~= nil
   self.closed = true
   if not failed then release(self) end
+  return true
+end
+
+--- Waits until the stream is closed or has failed (by either side);
+-- true, or nil, "timed out", "ETIMEDOUT". Then stream.err says a failure.
+function Stream:wait_closed(timeout)
+  ludx.check_timeout(timeout, "wait_closed")
+  while not (self.closed or self.err) do
+    local ok, msg, code = self.close_waiters:wait("secretstream close", timeout, "wait_closed")
+    if ok == nil and code then return nil, msg, code end
+  end
   return true
 end
 

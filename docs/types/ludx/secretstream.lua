@@ -68,6 +68,13 @@ function C1:close() end
 ---@return true ok
 function C1:destroy() end
 
+--- Waits until the stream is closed or has failed, by either side (then stream.err tells a failure).
+---@param timeout? number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C1:wait_closed(timeout) end
+
 --- The raw stream's stats plus frames_in/out, keepalives, plaintext_in/out.
 ---@return table stats
 function C1:stats() end
