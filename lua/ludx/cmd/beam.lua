@@ -113,6 +113,7 @@ local function stdio()
   function io_.write(d)
     if outp then return outp:write(d) end
     local ok, err = io.stdout:write(d)
+    if ok then ok, err = io.stdout:flush() end -- a reader of the file sees each chunk
     if not ok then return nil, err end
     return true
   end
@@ -138,7 +139,7 @@ local function main(opts, phrase)
   local ludx = require "ludx"
   local dht = require "ludx.dht"
   local function say(fmt, ...)
-    io.stderr:write("[ludx beam] ", string.format(fmt, ...), "\n")
+    io.stderr:write("[ludx beam] " .. string.format(fmt, ...) .. "\n") -- one write: whole lines
     io.stderr:flush()
   end
 
@@ -156,7 +157,8 @@ local function main(opts, phrase)
 
   if announce then
     say("Run ludx beam %s to connect", phrase)
-    say("(or hyperbeam %s); to restart this side with the same phrase add -r", phrase)
+    say("(hyperbeam %s connects too)", phrase)
+    say("To restart this side of the pipe with the same key add -r to the above")
   else
     say("Connecting pipe...")
   end
