@@ -105,6 +105,7 @@ local function maker_sends(maker, joiner)
   write_file(input, data)
   local a = side(maker, bs, {}, { input = input })
   local phrase = expect_err(a, "Run [%a ]*beam (%w+) to connect")
+  expect_err(a, "Joined the DHT") -- announced: a joiner that looks now finds it
   local b = side(joiner, bs, { phrase })
   assert.are.equal(0, finish(b), b.err)
   assert.are.equal(0, finish(a), a.err)
@@ -125,6 +126,7 @@ local function joiner_sends(maker, joiner)
   write_file(input, data)
   local a = side(maker, bs, {})
   local phrase = expect_err(a, "Run [%a ]*beam (%w+) to connect")
+  expect_err(a, "Joined the DHT") -- announced: a joiner that looks now finds it
   local b = side(joiner, bs, { phrase }, { input = input })
   assert.are.equal(0, finish(b), b.err)
   assert.are.equal(0, finish(a), a.err)
@@ -200,6 +202,88 @@ describe("ludx beam", function()
     assert.are.equal(0, finish(b), b.err)
     assert.are.equal(crypto.hex(dht.hash(db)), crypto.hex(dht.hash(read_file(a.out))))
     assert.are.equal(crypto.hex(dht.hash(da)), crypto.hex(dht.hash(read_file(b.out))))
+    tn:destroy()
+  end, 60000))
+
+  it("a stdout nobody reads stops the sender: memory stays bounded", run(function()
+    local tn, bs = testnet()
+    local total = 48 * 1024 * 1024
+    local input = dir .. "/big"
+    local f = assert(io.open(input, "wb"))
+    local piece = content(1024 * 1024, "big")
+    for _ = 1, total / #piece do f:write(piece) end
+    f:close()
+    local a = side("ludx", bs, {}, { input = input, output = "/dev/null" })
+    local phrase = expect_err(a, "Run [%a ]*beam (%w+) to connect")
+    expect_err(a, "Joined the DHT")
+    -- the receiver's stdout: a FIFO it holds open (read-write), that
+    -- nobody reads until the sender has stalled
+    local fifo = dir .. "/fifo"
+    assert(os.execute("mkfifo " .. q(fifo)) == 0)
+    seq = seq + 1
+    local b = assert(process.spawn("/bin/sh", { "-c", "exec " .. q(H.ludx_bin) .. " beam --bootstrap " .. q(bs) .. " " ..
+      phrase .. " 1<>" .. q(fifo) }, { stderr = "pipe" }))
+    b.err = ""
+    expect_err(b, "Success!")
+    local function field(path, name)
+      local fh = io.open(path, "rb")
+      if not fh then return nil end
+      local text = fh:read("*a")
+      fh:close()
+      return tonumber(text:match(name .. ":%s*(%d+)"))
+    end
+    -- stalled: the sender's stdin offset has not moved for 20 polls
+    local pos, still = -1, 0
+    local deadline = ludx.now() + 40000
+    while still < 20 do
+      local p = field("/proc/" .. a.pid .. "/fdinfo/0", "pos") or pos
+      if p == pos then still = still + 1 else pos, still = p, 0 end
+      assert(pos < total, "the sender read all its stdin while nobody read the receiver's stdout")
+      assert(ludx.now() < deadline, "no stall seen; sender at " .. pos)
+      ludx.sleep(100)
+    end
+    local rss = field("/proc/" .. b.pid .. "/status", "VmRSS") -- kB
+    print(string.format("\n  beam backpressure: sender stalled after %.1f MB of %d MB; receiver RSS %.1f MB",
+      pos / 1048576, total / 1048576, rss / 1024))
+    assert.is_true(pos <= 32 * 1024 * 1024)
+    assert.is_true(rss < 40 * 1024)
+    -- now read: every byte arrives
+    local out = dir .. "/big.out"
+    local cat = assert(process.spawn("/bin/sh", { "-c", "exec cat < " .. q(fifo) .. " > " .. q(out) }))
+    assert.are.equal(0, finish(b, 60000), b.err)
+    assert.are.equal(0, cat:wait(20000))
+    cat:close()
+    assert.are.equal(0, finish(a), a.err)
+    local got = read_file(out)
+    assert.are.equal(total, #got)
+    assert.is_true(got == read_file(input))
+    tn:destroy()
+  end, 90000))
+
+  it("Ctrl-C: before the pipe is up it quits; after, it ends this side's half", run(function()
+    local tn, bs = testnet()
+    local a = side("ludx", bs, {})
+    local phrase = expect_err(a, "Run [%a ]*beam (%w+) to connect")
+    expect_err(a, "Joined the DHT")
+    assert(a:kill("SIGINT"))
+    assert.are.equal(130, finish(a), a.err)
+    assert.matches("Shutting down beam", a.err)
+    -- -r: listen again under the same phrase; both stdins stay open
+    a = side("ludx", bs, { phrase, "-r" })
+    expect_err(a, "Joined the DHT")
+    local b = side("node", bs, { phrase })
+    expect_err(b, "Success!")
+    expect_err(a, "Success!")
+    assert(a:write("from ludx\n"))
+    local deadline = ludx.now() + 30000
+    while #read_file(b.out) < 10 do
+      assert(ludx.now() < deadline, "nothing arrived")
+      ludx.sleep(50)
+    end
+    assert(a:kill("SIGINT")) -- ends our half
+    assert.are.equal(0, finish(b), b.err) -- hyperbeam ends its half in turn
+    assert.are.equal(0, finish(a), a.err)
+    assert.are.equal("from ludx\n", read_file(b.out))
     tn:destroy()
   end, 60000))
 
