@@ -21,7 +21,8 @@ A 1-1 end-to-end encrypted pipe: stdin goes to the other side's stdout and
 back. Without PASSPHRASE it makes a new one, prints it on stderr and waits
 for the other side (`ludx beam PASSPHRASE` or `hyperbeam PASSPHRASE`, the
 npm tool, which meets it both ways). With PASSPHRASE it connects to the side
-that made it.
+that made it. The phrase is 52 base32 characters (32 random bytes, the seed
+of the key pair both sides hold); only its holders can join.
 
 The pipe ends when both sides have ended: stdin's end ends this side's
 half; the other side's end ends ours too (as hyperbeam does). Ctrl-C before
