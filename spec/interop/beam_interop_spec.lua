@@ -287,6 +287,31 @@ describe("ludx beam", function()
     tn:destroy()
   end, 60000))
 
+  it("on a terminal: stdin and stdout are the tty", run(function()
+    local tn, bs = testnet()
+    -- the maker runs on a pseudo-terminal (stdin, stdout and stderr)
+    local a = assert(process.spawn(H.ludx_bin, { "beam", "--bootstrap", bs }, { pty = true }))
+    local _, phrase = assert(a:expect("Run ludx beam (%w+) to connect", 30000))
+    assert(a:expect("Joined the DHT", 30000, true))
+    local b = side("ludx", bs, { phrase })
+    assert(a:expect("Success!", 30000, true))
+    b.err = ""
+    expect_err(b, "Success!")
+    assert(b:write("to the tty\n"))
+    assert(a:expect("to the tty", 30000, true))
+    assert(a:write("typed\n"))
+    local deadline = ludx.now() + 30000
+    while not read_file(b.out):find("typed\n", 1, true) do
+      assert(ludx.now() < deadline, "typed line did not arrive")
+      ludx.sleep(50)
+    end
+    b:close_stdin() -- the joiner's half ends, so the maker's does too
+    assert.are.equal(0, finish(b), b.err)
+    assert.are.equal(0, a:wait(30000))
+    a:close()
+    tn:destroy()
+  end, 60000))
+
   it("a wrong passphrase does not connect; another key pair is refused", run(function()
     local tn, bs = testnet()
     local a = side("node", bs, {})
