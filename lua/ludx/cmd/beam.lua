@@ -22,7 +22,8 @@ back. Without PASSPHRASE it makes a new one, prints it on stderr and waits
 for the other side (`ludx beam PASSPHRASE` or `hyperbeam PASSPHRASE`, the
 npm tool, which meets it both ways). With PASSPHRASE it connects to the side
 that made it. The phrase is 52 base32 characters (32 random bytes, the seed
-of the key pair both sides hold); only its holders can join.
+of the key pair both sides hold); only its holders can join, and the
+listening side stops listening once its peer is in.
 
 The pipe ends when both sides have ended: stdin's end ends this side's
 half; the other side's end ends ours too (as hyperbeam does). Ctrl-C before
@@ -196,8 +197,9 @@ local function main(opts, phrase)
 
   if announce then
     local server = node:server(function(c)
-      -- the first client is the other end; hyperbeam's listening side
-      -- writes to its first connection only, so later ones have nothing
+      -- the first client is the other end (hyperbeam's listening side
+      -- writes to its first connection only); one that raced in before the
+      -- server closed is turned away
       if conn or state.quit then
         c:close()
         return
