@@ -387,6 +387,7 @@ c:write("ping") print(s:read())   --> ping]],
       { "listen(host: string, port: integer, opts?: table) -> server: ludx.tcp.Server?, err: string?, code: string?", "Listens (port 0 picks one). opts.backlog." },
       { "listen_unix(path: string, opts?: table) -> server: ludx.tcp.Server?, err: string?, code: string?", "Listens on a Unix socket at path, made with mode 0600 and removed when the server closes. opts.backlog." },
       { "connect_unix(path: string, timeout?: number) -> conn: ludx.tcp.Conn?, err: string?, code: string?", "Connects to a Unix socket; the connection has the same API." },
+      { "stdio(fd: integer) -> conn: ludx.tcp.Conn|false|nil, err: string?, code: string?", "Standard input (fd 0) or output (fd 1) as a connection with the same API when it is a pipe, a socket or a terminal (reads stop while 1 MiB waits unread, writes wait above 1 MiB queued; finish() flushes, then fails with ENOTSOCK on a pipe); false for a regular file or a device, which io.stdin/io.stdout read and write directly." },
     },
     classes = {
       { name = "ludx.tcp.Conn", doc = "A TCP connection.", methods = {
