@@ -567,7 +567,7 @@ M.float32 = {
 --- A length-prefixed codec: uint byte length, then the value (compact
 -- frame(codec)); the value must use exactly its frame.
 function M.frame(codec)
-  local enc, dec = codec.encode, codec.decode
+  local dec = codec.decode
   return {
     encode = function(w, v) return w:buffer(M.encode(codec, v)) end,
     decode = function(r)

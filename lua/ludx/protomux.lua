@@ -27,9 +27,9 @@ local ludx = require "ludx"
 local compact = require "ludx.compact"
 local check = require "ludx.check"
 
-local type, tostring, pairs, ipairs, pcall, setmetatable, rawget, rawset, error, select =
-  type, tostring, pairs, ipairs, pcall, setmetatable, rawget, rawset, error, select
-local concat, remove, min, format = table.concat, table.remove, math.min, string.format
+local type, tostring, pairs, ipairs, pcall, setmetatable, rawget, rawset, error =
+  type, tostring, pairs, ipairs, pcall, setmetatable, rawget, rawset, error
+local remove, min, format = table.remove, math.min, string.format
 local reader = compact.reader
 
 local M = {}
@@ -58,10 +58,6 @@ end
 
 local function key_of(protocol, id)
   return protocol .. "##" .. (id and hex(id) or "")
-end
-
-local function pack(...)
-  return { n = select("#", ...), ... }
 end
 
 -- A user callback: an error in it is reported and returned, never raised
