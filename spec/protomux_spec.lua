@@ -263,7 +263,7 @@ describe("protomux against a hostile peer", function()
 
   it("an open that skips ids, a reject of nothing, a batch in a batch, truncated control: EPROTO", run(function()
     for _, frame in ipairs({ open_frame(2, "p"), unhex("00 02 09"), unhex("00 00 01 03 00 00 00"), unhex("00 01 fd 01"),
-      unhex("00 01 01 10 61") }) do
+      unhex("00 01 01 10 61"), unhex("00 00") }) do
       local mux, y = hostile()
       assert(y:send_message(frame))
       assert.are.equal("EPROTO", ended(mux))

@@ -415,6 +415,7 @@ end
 
 local function on_batch(self, r)
   local rid = r:uint()
+  if r.err then proto_error("bad batch") end
   local e = r.e
   while r.i <= e and not self.destroyed do
     local len = r:uint()
