@@ -36,11 +36,14 @@ end
 
 local CHAT = { protocol = "chat/1", handshake = compact.string, messages = { compact.string, compact.uint } }
 
--- Sends N messages ("ludx i" / i) while it receives N ("node i" / i) in order.
-local function exchange(ch)
+-- Sends N messages ("ludx i" / i) while it receives N ("node i" / i) in
+-- order; cork: in batch frames of 50 messages.
+local function exchange(ch, cork)
   local sender = ludx.spawn("send", function()
     for i = 1, N do
+      if cork and i % 50 == 1 then ch:cork() end
       if i % 2 == 1 then assert(ch:send(1, "ludx " .. i)) else assert(ch:send(2, i)) end
+      if cork and (i % 50 == 0 or i == N) then ch:uncork() end
     end
     return true
   end)
@@ -83,8 +86,30 @@ describe("interop with npm protomux", function()
     sock:close()
   end, 90000))
 
-  it("ludx opens first, Node pairs; ludx's close is seen by Node", run(function()
+  it("ludx opens first, Node pairs; ludx sends cork batches; ludx's close is seen by Node", run(function()
     local ss, peer, sock = connect({ role = "pair", closer = "ludx" }, false)
+    local mux = protomux.from(ss)
+    local ch = assert(mux:channel(CHAT))
+    assert(ch:open("ludx-hs"))
+    assert.are.equal("node-hs", ch:opened(20000))
+    assert.are.equal("ludx-hs", assert(peer:expect("opened", 20000)).handshake)
+    exchange(ch, true)
+    local got = assert(peer:expect("received", 30000))
+    assert.are.equal(N, got.count)
+    assert.is_true(none(got.bad), json.encode(got.bad))
+    assert(ch:close())
+    local closed = assert(peer:expect("closed", 30000))
+    assert.is_true(closed.remote)
+    assert.are.equal(N, closed.received)
+    assert(peer:expect("done", 30000))
+    mux:destroy()
+    peer:close()
+    sock:close()
+  end, 90000))
+
+  it("both open at once (the opens cross); Node sends one batch frame; Node's close is seen", run(function()
+    local ss, peer, sock = connect({ role = "open", closer = "node", cork = true }, true)
+    -- our open is registered before the reader task sees Node's
     local mux = protomux.from(ss)
     local ch = assert(mux:channel(CHAT))
     assert(ch:open("ludx-hs"))
@@ -94,10 +119,8 @@ describe("interop with npm protomux", function()
     local got = assert(peer:expect("received", 30000))
     assert.are.equal(N, got.count)
     assert.is_true(none(got.bad), json.encode(got.bad))
-    assert(ch:close())
-    local closed = assert(peer:expect("closed", 30000))
-    assert.is_true(closed.remote)
-    assert.are.equal(N, closed.received)
+    assert.is_nil(ch:recv(30000))
+    assert.is_false(assert(peer:expect("closed", 30000)).remote)
     assert(peer:expect("done", 30000))
     mux:destroy()
     peer:close()

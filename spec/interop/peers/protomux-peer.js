@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 'use strict'
 // A protomux 3.x channel over @hyperswarm/secret-stream over udx-native:
-//   node protomux-peer.js --initiator true|false --role open|pair --count N --closer node|ludx
+//   node protomux-peer.js --initiator true|false --role open|pair --count N --closer node|ludx [--cork]
 // The channel is "chat/1" with a string handshake and two message types
 // (string, uint). Node sends `count` messages (odd i: the string "node i",
 // even i: the uint i) and checks the `count` it receives ("ludx i" / i).
 // role open: Node opens first; role pair: Node waits for the remote's open
 // (mux.pair). closer node: Node closes the channel once both directions are
 // done; closer ludx: it waits for the remote's close.
+// --cork sends them all in one batch frame.
 // Prints JSON lines: ready, connect, handshake, opened, received, closed, done.
 
 const SecretStream = require('@hyperswarm/secret-stream')
@@ -22,6 +23,7 @@ const DEFAULTS = {
   role: 'open', // open | pair
   count: 300,
   closer: 'node', // node | ludx
+  cork: false, // send every message inside one mux.cork()/uncork() (one batch frame)
   expectError: ''
 }
 
@@ -65,10 +67,12 @@ function run(ss, o) {
       ],
       onopen: (hs) => {
         emit({ event: 'opened', handshake: hs })
+        if (o.cork) mux.cork()
         for (let i = 1; i <= o.count; i++) {
           if (i % 2 === 1) ch.messages[0].send('node ' + i)
           else ch.messages[1].send(i)
         }
+        if (o.cork) mux.uncork()
         sentAll = true
         maybeClose()
       },
