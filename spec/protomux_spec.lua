@@ -378,4 +378,28 @@ describe("protomux against a hostile peer", function()
     mux:destroy()
     y:close()
   end))
+
+  it("a peer that floods opens and reads no rejects stops our reader (the replies stay bounded)", run(function()
+    local a, b = pipe.pair({ highwater = 4096 })
+    local x = secretstream.wrap(a, { initiator = true })
+    local y = secretstream.wrap(b, { initiator = false })
+    local mux = protomux.from(x)
+    local sent = 0
+    local flood = ludx.spawn("flood", function()
+      for id = 1, 150000 do
+        local ok = y:send_message(open_frame(id, "p"), 200)
+        if not ok then break end
+        sent = id
+      end
+      return true
+    end)
+    assert(flood:join(20000))
+    assert.is_true(sent < 150000, sent) -- the flood was stopped by backpressure
+    local s = mux:stats()
+    assert.is_true(mux.ctl_bytes <= 64 * 1024 + 16, tostring(mux.ctl_bytes))
+    assert.is_true(s.write_buffered <= 64 * 1024 + 16)
+    assert.are.equal(0, s.remote_channels)
+    mux:destroy()
+    y:close()
+  end, 60000))
 end)
