@@ -212,6 +212,10 @@ describe("protomux", function()
     assert(b:open())
     assert(a:opened(5000))
     for i = 1, 10 do assert(a:send(1, i)) end
+    assert.are.equal(2, a:add_message(compact.string))
+    assert.are.equal(2, b:add_message(compact.string))
+    assert(a:send(2, "added"))
+    assert.are.same({ 2, "added" }, { b:recv(5000) }) -- type 1 went to on_message
     assert(a:close())
     assert(b:closed_wait(5000))
     assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, seen)

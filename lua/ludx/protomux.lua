@@ -669,10 +669,25 @@ function Mux:stats()
   return s
 end
 
-local function check_codec(c, name)
+local function check_codec(c, name, fname)
   if type(c) ~= "table" or type(c.encode) ~= "function" or type(c.decode) ~= "function" then
-    check.fail(name, "channel", "codec {encode=, decode=}", type(c))
+    check.fail(name, fname or "channel", "codec {encode=, decode=}", type(c))
   end
+end
+
+-- A message type: a codec, {encoding = codec, on_message = fn}, or false
+-- (a type we skip, protomux's addMessage(null)).
+local function message_type(m, name, fname)
+  if m == nil or m == false then return false end
+  if type(m) == "table" and m.encoding then
+    check_codec(m.encoding, name .. ".encoding", fname)
+    if m.on_message ~= nil and type(m.on_message) ~= "function" then
+      check.fail(name .. ".on_message", fname, "function", type(m.on_message))
+    end
+    return { encode = m.encoding.encode, decode = m.encoding.decode, on_message = m.on_message }
+  end
+  check_codec(m, name, fname)
+  return { encode = m.encode, decode = m.decode }
 end
 
 --- A new channel (nil, msg, code when the mux is gone, or when unique
@@ -682,25 +697,11 @@ function Mux:channel(o)
   if type(o) ~= "table" then check.fail("opts", "channel", "table", type(o)) end
   check.string(o.protocol, "protocol", "channel")
   check.string(o.id, "id", "channel", true)
-  if o.handshake ~= nil then check_codec(o.handshake, "handshake") end
+  if o.handshake ~= nil then check_codec(o.handshake, "handshake", "channel") end
   local messages = {}
   local list = o.messages or {}
   if type(list) ~= "table" then check.fail("messages", "channel", "list of codecs", type(list)) end
-  for i = 1, table.maxn(list) do
-    local m = list[i]
-    if m == nil or m == false then
-      messages[i] = false -- a type we skip (protomux's addMessage(null))
-    elseif type(m) == "table" and m.encoding then
-      check_codec(m.encoding, "messages[" .. i .. "].encoding")
-      if m.on_message ~= nil and type(m.on_message) ~= "function" then
-        check.fail("messages[" .. i .. "].on_message", "channel", "function", type(m.on_message))
-      end
-      messages[i] = { encode = m.encoding.encode, decode = m.encoding.decode, on_message = m.on_message }
-    else
-      check_codec(m, "messages[" .. i .. "]")
-      messages[i] = { encode = m.encode, decode = m.decode }
-    end
-  end
+  for i = 1, table.maxn(list) do messages[i] = message_type(list[i], "messages[" .. i .. "]", "channel") end
   for _, f in ipairs({ "on_open", "on_close", "on_destroy" }) do
     if o[f] ~= nil and type(o[f]) ~= "function" then check.fail(f, "channel", "function", type(o[f])) end
   end
@@ -876,6 +877,14 @@ function Channel:closed_wait(timeout)
     if ok == nil and c then return nil, m, c end
   end
   return true
+end
+
+--- Adds a message type after the ones given to channel (a codec,
+-- {encoding, on_message} or false); returns its index.
+function Channel:add_message(m)
+  local i = #self.messages + 1
+  self.messages[i] = message_type(m, "m", "add_message")
+  return i
 end
 
 function Channel:cork()

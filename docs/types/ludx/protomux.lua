@@ -158,6 +158,11 @@ function C2:destroy() end
 ---@return string? code
 function C2:closed_wait(timeout) end
 
+--- Adds a message type after the others (a codec, {encoding, on_message}, or false); returns its index.
+---@param m table|false
+---@return integer i
+function C2:add_message(m) end
+
 --- The mux's cork.
 function C2:cork() end
 
