@@ -75,6 +75,24 @@ describe("secretstream message boundaries", function()
     sa:close()
     sb:close()
   end))
+
+  it("a flood of tiny frames nobody reads is bounded by entries, not only bytes", run(function()
+    local x, y = ss_pair({ highwater = 4096 })
+    local sent = 0
+    local flood = ludx.spawn("flood", function()
+      for i = 1, 150000 do
+        if not x:send_message("a", 200) then break end
+        sent = i
+      end
+      return true
+    end)
+    assert(flood:join(30000))
+    assert.is_true(sent < 150000, sent)
+    -- 4 MiB of read buffer at 64 bytes per entry (plus what the pipe holds)
+    assert.is_true(y.rtail - y.rhead + 1 <= 4 * 1024 * 1024 / 64, tostring(y.rtail - y.rhead + 1))
+    x:close()
+    y:close()
+  end, 60000))
 end)
 
 describe("protomux", function()
