@@ -250,7 +250,7 @@ mux:pair({ protocol = "chat/1" }, function(id)    -- the remote opened first
 end)]],
     fields = { { "DEFAULTS", "table", "The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer)." } },
     functions = {
-      { "from(conn: table, opts?: table) -> mux: ludx.protomux.Mux", "The muxer of a stream (with recv_message/send_message, as a SecretStream): the same one on a second call. Starts its reader task. opts: the caps of DEFAULTS." },
+      { "from(conn: table, opts?: table) -> mux: ludx.protomux.Mux", "The muxer of a stream (with recv_message/send_message, as a SecretStream, not read with read() before): the same one on a second call. Starts its reader task; the mux owns the stream from then on (it ends and destroys it). opts: the caps of DEFAULTS." },
       { "is_mux(v: any) -> yes: boolean", "True for a muxer." },
     },
     classes = {

@@ -35,7 +35,7 @@
 ---@field DEFAULTS table The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer).
 local M = {}
 
---- The muxer of a stream (with recv_message/send_message, as a SecretStream): the same one on a second call. Starts its reader task. opts: the caps of DEFAULTS.
+--- The muxer of a stream (with recv_message/send_message, as a SecretStream, not read with read() before): the same one on a second call. Starts its reader task; the mux owns the stream from then on (it ends and destroys it). opts: the caps of DEFAULTS.
 ---@param conn table
 ---@param opts? table
 ---@return ludx.protomux.Mux mux
