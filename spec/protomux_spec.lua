@@ -265,20 +265,23 @@ local function open_frame(id, protocol, chan_id)
   return w:finish()
 end
 
--- Waits until the mux is destroyed; its error code.
-local function ended(mux)
-  for _ = 1, 200 do
-    if mux.destroyed then return mux.err.code end
-    ludx.sleep(5)
-  end
-  return nil
+-- Waits until the mux ended the stream (the peer y sees it go); the mux's
+-- error code.
+local function ended(mux, y)
+  while y:recv_message(20000) do end
+  return mux.destroyed and mux.err.code
+end
+
+-- Waits until the mux's reader stopped on a full queue.
+local function reader_stopped(mux)
+  while mux.reader_task.waiting ~= "protomux reader backpressure" do ludx.yield() end
 end
 
 describe("protomux against a hostile peer", function()
   it("a message on a channel that was never opened ends the mux (EPROTO)", run(function()
     local mux, y, x = hostile()
     assert(y:send_message(unhex("05 00 01")))
-    assert.are.equal("EPROTO", ended(mux))
+    assert.are.equal("EPROTO", ended(mux, y))
     assert.is_true(x.closed)
     y:close()
   end))
@@ -288,7 +291,7 @@ describe("protomux against a hostile peer", function()
       unhex("00 01 01 10 61"), unhex("00 00") }) do
       local mux, y = hostile()
       assert(y:send_message(frame))
-      assert.are.equal("EPROTO", ended(mux))
+      assert.are.equal("EPROTO", ended(mux, y))
       y:close()
     end
   end))
@@ -296,7 +299,7 @@ describe("protomux against a hostile peer", function()
   it("a frame over max_message_size ends the mux (EMSGSIZE)", run(function()
     local mux, y = hostile({ max_message_size = 1000 })
     assert(y:send_message("\1\0" .. string.rep("x", 1000)))
-    assert.are.equal("EMSGSIZE", ended(mux))
+    assert.are.equal("EMSGSIZE", ended(mux, y))
     y:close()
   end))
 
@@ -364,7 +367,7 @@ describe("protomux against a hostile peer", function()
       end
       return true
     end)
-    ludx.sleep(50)
+    reader_stopped(mux)
     local s = mux:stats()
     assert.is_true(ch.qtail - ch.qhead + 1 <= 16)
     assert.is_true(s.buffered <= 64 * 1024 + 4100)
@@ -389,12 +392,11 @@ describe("protomux against a hostile peer", function()
       for _ = 1, 50 do if not y:send_message("\1\0zz") then return end end
       return true
     end)
-    ludx.sleep(50)
+    reader_stopped(mux)
     assert.is_true(mux.buffered <= 4 * 66)
     release:put(true) -- the handler ends without a channel: rejected
     assert.are.equal("000201", hex(assert(y:recv_message(5000))))
     assert(sender:join(5000))
-    ludx.sleep(20)
     assert.are.equal(0, mux.buffered)
     assert.are.equal(0, mux:stats().remote_channels)
     mux:destroy()
