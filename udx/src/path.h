@@ -30,7 +30,7 @@ struct udx_path_s {
   uint32_t cwnd;     // packets; enforced while there are two or more members
   uint32_t ssthresh;
   uint32_t acked;          // congestion avoidance: packets acked toward the next increment
-  uint32_t granted;        // streams woken for a turn that have not taken it yet
+  uint32_t granted;        // packets kept for streams woken for a turn
   uint64_t recover_until;  // us: one decrease per round trip
   udx_stream_t *wait_head; // streams held back, in order
   udx_stream_t *wait_tail;

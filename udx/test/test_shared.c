@@ -165,7 +165,7 @@ cmp_u64 (const void *a, const void *b) {
 }
 
 static shallow_t
-run_shallow (int n, uint64_t seed) {
+run_shallow (int n, uint64_t seed, uint64_t ack_batch_us) {
   sim_t sim;
   sim_init(&sim, seed);
   sim.link[0].rate = 12500000;
@@ -173,12 +173,13 @@ run_shallow (int n, uint64_t seed) {
   sim.link[0].overhead = 28;
   sim.link[0].delay_us = 20000;
   sim.link[1].delay_us = 20000;
+  sim.link[1].batch_us = ack_batch_us; // ACKs arriving in bursts
   many_t m;
   for (int i = 0; i < n; i++) {
     m.a[i] = sim_stream(&sim, 0, 100 + i);
     m.b[i] = sim_stream(&sim, 1, 200 + i);
-    sim_connect(&sim, m.a[i], 200 + i);
-    sim_connect(&sim, m.b[i], 100 + i);
+    sim_connect_ex(&sim, m.a[i], 200 + i, 1500, false);
+    sim_connect_ex(&sim, m.b[i], 100 + i, 1500, false);
     sim_app_expect(m.b[i], 7 + i, 256ull * 1024 * 1024 / n);
     sim_app_write(m.a[i], 7 + i, 256ull * 1024 * 1024 / n, true);
   }
@@ -213,7 +214,15 @@ run_shallow (int n, uint64_t seed) {
       .drops = sim.link[0].dropped - drops0,
   };
   if (getenv("UDX_TEST_VERBOSE"))
-    fprintf(stderr, "%d streams: link %.1f%%, Jain %.3f, median RTT %.2fx idle, %llu drops, path cwnd %u target %u, %llu decreases\n", n, 100 * r.util, r.jain, r.rtt_ratio, (unsigned long long) r.drops, sim.path[0].cwnd, sim.path[0].target, (unsigned long long) sim.path[0].decreases);
+    fprintf(stderr, "%d streams, ACK batch %llu us: link %.1f%%, Jain %.3f, median RTT %.2fx idle, %llu drops, path cwnd %u target %u, %llu decreases\n", n, (unsigned long long) ack_batch_us, 100 * r.util, r.jain, r.rtt_ratio, (unsigned long long) r.drops, sim.path[0].cwnd, sim.path[0].target, (unsigned long long) sim.path[0].decreases);
+  if (getenv("UDX_TEST_VERBOSE") && n > 1) {
+    fprintf(stderr, "  path inflight %u granted %u queue:", sim.path[0].inflight, sim.path[0].granted);
+    for (udx_stream_t *w = sim.path[0].wait_head; w; w = w->path_next)
+      fprintf(stderr, " %u", w->local_id - 100);
+    fprintf(stderr, "\n");
+    for (int i = 0; i < n; i++)
+      fprintf(stderr, "  %2d: read %llu cwnd %u inflight %u state %d bw %.4f pkt/us minrtt %u pacing %llu path_state %d tokens %lld sndq %llu\n", i, (unsigned long long) (sim_app(m.b[i])->read - read0[i]), m.a[i]->cwnd, m.a[i]->inflight, m.a[i]->bbr.state, udx__bbr_bw(m.a[i]), m.a[i]->bbr.min_rtt_us, (unsigned long long) m.a[i]->pacing_rate, m.a[i]->path_state, (long long) m.a[i]->tokens, (unsigned long long) (m.a[i]->sndq.end - m.a[i]->snd_pkt_off));
+  }
   for (int i = 0; i < n; i++) {
     udx__stream_destroy(m.a[i], sim.now);
     udx__stream_destroy(m.b[i], sim.now);
@@ -222,17 +231,25 @@ run_shallow (int n, uint64_t seed) {
   return r;
 }
 
+// Before the model (the window growing one packet per round trip after
+// its decreases in Startup) the streams took 86% of the link; with ACKs
+// in 1 ms bursts, 73% at Jain 0.58 (turns of 4 packets granted on one
+// free packet). Now 100%, 100% and 98% at Jain >= 0.97, RTT <= 1.15x.
 static void
 test_shallow_bottleneck (void) {
-  shallow_t r = run_shallow(N_STREAMS, 3);
-  CHECK(r.util >= 0.90);
-  CHECK(r.jain >= 0.95);
-  CHECK(r.rtt_ratio <= 1.25);
+  uint64_t batches[] = {0, 1000, 4000};
+  for (size_t i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
+    shallow_t r = run_shallow(N_STREAMS, 3, batches[i]);
+    CHECK(r.util >= 0.90);
+    CHECK(r.jain >= 0.95);
+    CHECK(r.rtt_ratio <= 1.25);
+  }
 }
 
+// One stream alone is not limited by its path: its figures stay BBR's.
 static void
 test_shallow_bottleneck_one (void) {
-  shallow_t r = run_shallow(1, 3);
+  shallow_t r = run_shallow(1, 3, 0);
   CHECK(r.util >= 0.90);
 }
 

@@ -152,6 +152,7 @@ function M.transfer(root, system, opts)
       sample.receiver = dr.stats
       sample.extra = {}
       if ds.rttMedianMs and null(ds.rttMedianMs) then sample.extra.rtt_med_ms = ds.rttMedianMs end
+      if ds.jain and null(ds.jain) then sample.extra.jain = ds.jain end
       if type(ds.stats) == "table" and tonumber(ds.stats.mtu) then sample.extra.mtu = tonumber(ds.stats.mtu) end
       if serr or rerr then
         sample.error = "sender " .. tostring(serr) .. ", receiver " .. tostring(rerr)
