@@ -499,7 +499,8 @@ bbr_careful_resume (udx_stream_t *s, udx_rate_sample_t *rs) {
     }
     double jump_bw = b->cr_bw / 2;
     double jump = jump_bw * (double) b->cr_rtt_us / bbr_pkt_bytes(s);
-    b->cr_jump = jump > (double) UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t) jump;
+    // at most 2^20 packets (1.4 GB in flight), whatever was remembered
+    b->cr_jump = jump > (double) (1u << 20) ? 1u << 20 : (uint32_t) jump;
     udx__winfilter_reset(&b->bw, b->rtt_count, jump_bw / bbr_high_gain);
     if (s->cwnd < b->cr_jump)
       s->cwnd = b->cr_jump;

