@@ -131,8 +131,9 @@ local function main(argv)
     result = { bytes = per * n, hash = combine(hashes), t_start = t0, t_end = t1, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
       jain = sum2 > 0 and sum * sum / (n * sum2) or json.null, rttMedianMs = rtts[math.floor((#rtts + 1) / 2)] or json.null }
   else
-    local first
+    local first, t25, t75
     local bytes = 0
+    local total = per * n
     local kept = {}
     local tasks = {}
     for i, s in ipairs(streams) do
@@ -149,6 +150,10 @@ local function main(argv)
             emit({ event = "start", t = first })
           end
           bytes = bytes + #chunk
+          -- when a quarter and three quarters had arrived: the rate between
+          -- is the steady state's, without the start and the end
+          if not t25 and bytes >= total / 4 then t25 = core.wallclock() end
+          if not t75 and bytes >= total * 3 / 4 then t75 = core.wallclock() end
           if o.hash ~= "off" then kept[i][#kept[i] + 1] = chunk end
         end
       end)
@@ -167,7 +172,8 @@ local function main(argv)
       hashes[i] = h:hex()
     end
     result = { bytes = bytes, hash = o.hash ~= "off" and combine(hashes) or json.null, t_start = first or t0, t_end = t1,
-      cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }
+      cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
+      steadyBytesPerS = (t25 and t75 and t75 > t25) and (total / 2) / ((t75 - t25) / 1000) or json.null }
   end
   local retransmits, rtos = 0, 0
   for _, s in ipairs(streams) do
