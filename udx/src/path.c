@@ -64,7 +64,10 @@ path_wait (udx_path_t *p, udx_stream_t *s) {
 // streams ended at Jain 0.48).
 static void
 path_kick (udx_path_t *p) {
-  while (p->wait_head && (!path_shared(p) || p->inflight + p->granted < p->cwnd)) {
+  // A turn starts once a whole one is free: turns of one packet cost a
+  // wake-up per packet (100 streams over loopback: 20% slower).
+  uint32_t turn = p->cwnd < UDX_PATH_QUANTUM ? 1 : UDX_PATH_QUANTUM;
+  while (p->wait_head && (!path_shared(p) || (uint64_t) p->inflight + p->granted + turn <= p->cwnd)) {
     udx_stream_t *s = p->wait_head;
     p->wait_head = s->path_next;
     if (p->wait_head == NULL)
