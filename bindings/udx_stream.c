@@ -425,6 +425,21 @@ SETTER(l_set_timeout, udx_stream_set_timeout, "ms", UINT32_MAX)
 SETTER(l_set_ack_policy, udx_stream_set_ack_policy, "policy", 1)
 SETTER(l_set_migration, udx_stream_set_migration, "allow", 1)
 
+// s:set_resume(rate, rtt_us): careful resume from a remembered rate
+// (payload bytes/s) and min RTT (us); see udx_stream_set_resume.
+static int
+l_set_resume (lua_State *L) {
+  lstream_t *s = check_stream(L, 1);
+  lua_Integer rate = ludx_check_integer(L, 2, "rate", 0, (lua_Integer) 1 << 50);
+  lua_Integer rtt = ludx_check_integer(L, 3, "rtt_us", 0, UINT32_MAX);
+  LIVE(L, s);
+  int err = udx_stream_set_resume(st, (uint64_t) rate, (uint32_t) rtt);
+  if (err < 0)
+    return ludx_push_uv_error(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int
 l_seq_ack (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
@@ -686,6 +701,7 @@ ludx_bind_udx_stream (lua_State *L) {
       {"set_read_buffer_limit", l_set_read_buffer_limit},
       {"set_rwnd_max", l_set_rwnd_max},
       {"set_keepalive", l_set_keepalive},
+      {"set_resume", l_set_resume},
       {"set_timeout", l_set_timeout},
       {"set_ack_policy", l_set_ack_policy},
       {"set_migration", l_set_migration},

@@ -412,6 +412,17 @@ function Stream:set_timeout(ms)
   return self.h:set_timeout(ms)
 end
 
+--- Careful resume: before the first write, start from what an earlier
+-- stream to the same peer over the same path measured ({rate = payload
+-- bytes/s, rtt_ms = min RTT}, as remembered by ludx.udx.resume_store()).
+-- The stream jumps to half that rate once its first RTT sample is within
+-- [rtt/2, 2 rtt], and retreats at the first loss before the jump is acked.
+function Stream:set_resume(rate, rtt_ms)
+  if type(rate) ~= "number" or rate < 0 or rate ~= rate then bad_arg("rate", "set_resume", "non-negative number", tostring(rate)) end
+  if type(rtt_ms) ~= "number" or rtt_ms < 0 or rtt_ms ~= rtt_ms then bad_arg("rtt_ms", "set_resume", "non-negative number", tostring(rtt_ms)) end
+  return self.h:set_resume(math.floor(math.min(rate, 2 ^ 50)), math.floor(math.min(rtt_ms * 1000, 4294967295)))
+end
+
 function Stream:set_fault(f)
   return self.h:set_fault(f)
 end
