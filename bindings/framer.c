@@ -3,10 +3,8 @@
 // is called again, so the caller can install the keys (start) in between;
 // over a udx stream, feed_udx and encrypt_udx work on the stream's own
 // buffers, with no Lua string for the raw bytes.
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bind.h"
 #include "crypto_bind.h"
@@ -360,13 +358,6 @@ l_framer_destroy (lua_State *L) {
   return 0;
 }
 
-static double
-thread_cpu_s (void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 // core.crypto.secretstream_rate(frame_bytes, total_bytes) -> push_s, pull_s
 //
 // libsodium's secretstream (XChaCha20-Poly1305, what a secret-stream frame
@@ -377,38 +368,10 @@ static int
 l_secretstream_rate (lua_State *L) {
   size_t frame = (size_t) ludx_check_integer(L, 1, "frame_bytes", 1, LUDX_SS_MAX_WRITE);
   uint64_t total = (uint64_t) ludx_check_integer(L, 2, "total_bytes", 1, (lua_Integer) 1 << 40);
-  uint8_t key[crypto_secretstream_xchacha20poly1305_KEYBYTES];
-  uint8_t header[crypto_secretstream_xchacha20poly1305_HEADERBYTES];
-  crypto_secretstream_xchacha20poly1305_state push, pull;
-  uint8_t *msg = calloc(1, frame);
-  uint8_t *ct = malloc(frame + crypto_secretstream_xchacha20poly1305_ABYTES);
-  if (msg == NULL || ct == NULL) {
-    free(msg);
-    free(ct);
-    return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-  }
-  randombytes_buf(key, sizeof(key));
-  crypto_secretstream_xchacha20poly1305_init_push(&push, header, key);
-  crypto_secretstream_xchacha20poly1305_init_pull(&pull, header, key);
-  double push_s = 0, pull_s = 0;
-  int bad = 0;
-  for (uint64_t done = 0; done < total; done += frame) {
-    unsigned long long ct_len;
-    unsigned long long msg_len;
-    unsigned char tag;
-    double t0 = thread_cpu_s();
-    crypto_secretstream_xchacha20poly1305_push(&push, ct, &ct_len, msg, frame, NULL, 0, 0);
-    double t1 = thread_cpu_s();
-    bad |= crypto_secretstream_xchacha20poly1305_pull(&pull, msg, &msg_len, &tag, ct, ct_len, NULL, 0);
-    double t2 = thread_cpu_s();
-    push_s += t1 - t0;
-    pull_s += t2 - t1;
-  }
-  sodium_memzero(key, sizeof(key));
-  free(msg);
-  free(ct);
-  if (bad)
-    return ludx_push_crypto_error(L, LUDX_CRYPTO_EDECRYPT);
+  double push_s, pull_s;
+  int rc = ludx_ss_cipher_rate(frame, total, &push_s, &pull_s);
+  if (rc < 0)
+    return ludx_push_crypto_error(L, rc);
   lua_pushnumber(L, push_s);
   lua_pushnumber(L, pull_s);
   return 2;
