@@ -262,7 +262,7 @@ end
 -- queue drained below its high-water mark: the send queue then holds what
 -- the window needs, not a copy of the whole write (a 200 MB write copied at
 -- once cost 0.5 s of page faults before the first packet, and 200 MB RSS).
-M.WRITE_PIECE = 262144
+local WRITE_PIECE = 262144
 
 --- Queues data; waits only while the queue is above the high-water mark.
 -- On timeout the data stays queued and nil, "timed out", "ETIMEDOUT" returns.
@@ -271,7 +271,7 @@ function Stream:write(data, timeout)
   timeout = timeout_arg(timeout, "write")
   if self.writing then return nil, "busy writing", "EBUSY" end
   if self.closed then return close_error(self) end
-  local len, piece = #data, M.WRITE_PIECE
+  local len, piece = #data, WRITE_PIECE
   if len <= piece then
     local r, msg, code = self.h:write(data)
     if r == nil then return nil, msg, code end
