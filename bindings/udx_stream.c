@@ -280,14 +280,18 @@ l_connect (lua_State *L) {
   return 1;
 }
 
-// s:write(data) -> 1 below the high-water mark, 0 above it (queued anyway)
+// s:write(data[, off, n]) -> 1 below the high-water mark, 0 above it
+// (queued anyway). off/n (0-based) queue a slice of data: a large write goes
+// in pieces as the queue drains, with no Lua substring per piece.
 static int
 l_write (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
   size_t len;
   const char *data = ludx_check_lstring(L, 2, "data", &len);
+  size_t off = (size_t) ludx_opt_integer(L, 3, "off", 0, 0, (lua_Integer) len);
+  size_t n = (size_t) ludx_opt_integer(L, 4, "n", (lua_Integer) (len - off), 0, (lua_Integer) (len - off));
   LIVE(L, s);
-  return push_result(L, udx_stream_write(st, data, len));
+  return push_result(L, udx_stream_write(st, data + off, n));
 }
 
 static int
