@@ -50,8 +50,9 @@ function M.node_id(host, port)
 end
 local node_id = M.node_id
 
---- The network prefix of a host: IPv4 /24, IPv6 /48 (as a string key).
-function M.prefix(host)
+--- The network prefix of a host: IPv4 /24, IPv6 /48 (as a string key);
+-- n_groups: IPv6 16-bit groups kept (default 3; 4 for a /64).
+function M.prefix(host, n_groups)
   local v4 = host:match("^(%d+%.%d+%.%d+)%.%d+$") or host:match("^::[fF][fF][fF][fF]:(%d+%.%d+%.%d+)%.%d+$")
   if v4 then return v4 end
   if not host:find(":", 1, true) then return host end
@@ -65,7 +66,9 @@ function M.prefix(host)
     if head == "" then groups = {} end
     for _ = #groups + 1, 8 - n do groups[#groups + 1] = "0" end
   end
-  return string.format("%s:%s:%s", (groups[1] or "0"):lower(), (groups[2] or "0"):lower(), (groups[3] or "0"):lower())
+  local out = {}
+  for i = 1, n_groups or 3 do out[i] = (groups[i] or "0"):lower() end
+  return table.concat(out, ":")
 end
 local prefix_of = M.prefix
 
