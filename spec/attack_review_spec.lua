@@ -3,6 +3,9 @@
 local ludx = require "ludx"
 local dht = require "ludx.dht"
 local crypto = require "ludx.dht.crypto"
+local compact = require "ludx.compact"
+local hm = require "ludx.dht.hyperdht_messages"
+local consts = require "ludx.dht.constants"
 local H = require "helper"
 local run = H.run
 
@@ -48,4 +51,49 @@ describe("security review", function()
     assert.are.equal(before + 1, acks)
     node:destroy()
   end, 30000))
+
+  -- A valid Noise IK first message to server_pk (a fresh ephemeral each).
+  local function first_message(server_pk, kp, firewall)
+    local noise = crypto.noise_ik(true, kp, server_pk)
+    return assert(noise:send(compact.encode(hm.noise_payload, {
+      error = consts.ERROR.NONE, firewall = firewall or consts.FIREWALL.UNKNOWN, addresses4 = {},
+      udx = { reusable_socket = false, id = 7, seq = 0 }, secret_stream = {},
+    })))
+  end
+
+  -- Sources that once connected skip the overall handshake budget. Keyed
+  -- by host:port, one host that connected once from each of 100 ports
+  -- (cheap: one real connection per port) then has 100 x the per-source
+  -- rate past the budget. The exemption belongs to the host, within the
+  -- per-source rate.
+  it("a host known from 100 ports gets no more past the handshake budget than from one", run(function()
+    local tn = assert(dht.testnet(3, { timeout = 20000 }))
+    local sn = assert(tn:create_node())
+    local server = sn:server(function(conn) conn:close() end, { max_handshakes = 20, max_handshakes_per_source = 16 })
+    local kp = dht.keypair(string.rep("\8", 32))
+    assert(server:listen(kp, 20000))
+    local ckp = dht.keypair()
+    -- the state after one real connection from each port (known by
+    -- source, or by host)
+    for p = 1, 100 do server.known:set("127.0.0.9:" .. (20000 + p), true) end
+    server.known:set("127.0.0.9", true)
+    server.window = -1 -- a fresh second of admissions
+    local before = server.stats.handshakes
+    for p = 1, 100 do
+      for _ = 1, 4 do
+        server:_on_peer_handshake({ noise = first_message(kp.public_key, ckp) }, { from = { host = "127.0.0.9", port = 20000 + p } })
+      end
+    end
+    local admitted = server.stats.handshakes - before
+    say("400 first messages from 100 known ports of one host: %d handshakes (budget 20, 16 per source)", admitted)
+    assert.is_true(admitted <= 20 + 16, "admitted " .. admitted)
+    -- another known host still gets through past the budget
+    server.known:set("127.0.0.10:1", true)
+    server.known:set("127.0.0.10", true)
+    before = server.stats.handshakes
+    server:_on_peer_handshake({ noise = first_message(kp.public_key, ckp) }, { from = { host = "127.0.0.10", port = 1 } })
+    assert.are.equal(before + 1, server.stats.handshakes)
+    server:close({ fast = true })
+    tn:destroy()
+  end, 60000))
 end)
