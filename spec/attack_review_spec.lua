@@ -6,6 +6,7 @@ local crypto = require "ludx.dht.crypto"
 local compact = require "ludx.compact"
 local hm = require "ludx.dht.hyperdht_messages"
 local consts = require "ludx.dht.constants"
+local udx = require "ludx.udx"
 local H = require "helper"
 local run = H.run
 
@@ -93,6 +94,43 @@ describe("security review", function()
     before = server.stats.handshakes
     server:_on_peer_handshake({ noise = first_message(kp.public_key, ckp) }, { from = { host = "127.0.0.10", port = 1 } })
     assert.are.equal(before + 1, server.stats.handshakes)
+    server:close({ fast = true })
+    tn:destroy()
+  end, 60000))
+
+  -- A first message that says "my firewall is OPEN" with a peer_address
+  -- (as a relay would send it) made the server connect to that address at
+  -- once and count it as a connection: the handler ran, the host became
+  -- known (past the handshake budget), and the share's per-address cap was
+  -- keyed by an address the attacker picked. Nothing is proven until the
+  -- client sends: the handshake stays pending until its first packet.
+  it("an OPEN first message naming a silent address runs no handler and makes nobody known", run(function()
+    local tn = assert(dht.testnet(3, { timeout = 20000 }))
+    local sn = assert(tn:create_node())
+    local handled = 0
+    local server = sn:server(function(conn)
+      handled = handled + 1
+      conn:close()
+    end)
+    local kp = dht.keypair(string.rep("\9", 32))
+    assert(server:listen(kp, 20000))
+    local victim = assert(udx.bind("127.0.0.1", 0))
+    local _, vport = victim:address()
+    for i = 1, 3 do
+      server:_on_peer_handshake({ noise = first_message(kp.public_key, dht.keypair(), consts.FIREWALL.OPEN), peer_address = { host = "127.0.0.1", port = vport } },
+        { from = { host = "127.0.0.11", port = 30000 + i } })
+    end
+    -- the server's first packets reach the named address...
+    assert.is_truthy(victim:recv(10000))
+    ludx.sleep(100)
+    say("3 OPEN first messages naming a silent address: %d handler runs, %d connections, known: %s", handled, server.connections,
+      tostring(server.known:get("127.0.0.11") or server.known:get("127.0.0.11:30001")))
+    -- ...but nothing answered: no connection, nobody known
+    assert.are.equal(0, handled)
+    assert.are.equal(0, server.connections)
+    assert.is_nil(server.known:get("127.0.0.11"))
+    assert.is_nil(server.known:get("127.0.0.11:30001"))
+    victim:close()
     server:close({ fast = true })
     tn:destroy()
   end, 60000))

@@ -382,8 +382,10 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
   local handshake = { tx = r.tx, rx = r.rx, hash = r.hash, public_key = self.keypair.public_key, remote_public_key = r.remote_public_key }
 
   if remote.firewall == FIREWALL.OPEN and not direct then
-    -- an OPEN client waits for our first packet
+    -- an OPEN client waits for our first packet; the address is only what
+    -- the first message says until the client answers (hs.unproven)
     stream:connect(h:socket().udx, remote.udx.id, client_address.port, client_address.host)
+    hs.unproven = true
   elseif not direct and not our_remote then
     -- we are not reachable: the client holepunches; our puncher socket
     -- opens with the first holepunch round
@@ -399,15 +401,30 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
     -- the stream (if any) now holds the puncher socket; closing waits for it
     if hs.punch and hs.punch.puncher then hs.punch.puncher:release() end
     local live = ok and not self.closed and not hs.settled
+    local conn
+    if live and hs.unproven then
+      -- we connected to the named address at once: our header goes out
+      -- (the client waits for it), and the handshake stays pending until
+      -- a packet comes back from there; a silent address costs no
+      -- connection and makes nobody known
+      conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
+      local deadline = ludx.now() + HANDSHAKE_INITIAL_TIMEOUT
+      while not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received == 0 and ludx.now() < deadline do
+        stream.readers:wait("dht server first packet", deadline - ludx.now())
+      end
+      live = not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received > 0
+    end
     self:_settle(hs)
     if not live then
+      if conn then conn:close() end
       stream:close()
       return
     end
     hs.done = true
     self.known:set(hs.host, true)
-    local secretstream = require "ludx.secretstream"
-    local conn = secretstream.wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
+    if not conn then
+      conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
+    end
     conn.udx_stream = stream
     self.connections = self.connections + 1
     local t = ludx.spawn("dht connection", self.handler, conn)
