@@ -7,6 +7,7 @@ local compact = require "ludx.compact"
 local hm = require "ludx.dht.hyperdht_messages"
 local consts = require "ludx.dht.constants"
 local udx = require "ludx.udx"
+local msgs = require "ludx.dht.messages"
 local H = require "helper"
 local run = H.run
 
@@ -133,5 +134,65 @@ describe("security review", function()
     victim:close()
     server:close({ fast = true })
     tn:destroy()
+  end, 60000))
+
+  -- A reply over the amplification budget goes out only after the host
+  -- answered a probe PING, and probes in flight were capped (64, 1 s each)
+  -- with no eviction: 64 spoofed GETs a second from silent hosts held
+  -- every slot, and a new client never got a probe, so never a value.
+  it("64 silent hosts holding the probe slots do not keep a new client from being probed", run(function()
+    local node = assert(dht.bootstrapper(0, "127.0.0.1"))
+    assert(node:ready(10000))
+    local p = persistent(node)
+    local value = string.rep("v", 1000)
+    local target = crypto.hash(value)
+    p.immutables:set(target, value)
+    local _, port = node:address()
+    local io_ = node.h.io
+    local function get(tid)
+      return msgs.encode_request({ tid = tid, to = { host = "127.0.0.1", port = port }, command = 9, target = target })
+    end
+    local silent = {}
+    for i = 1, io_.max_probes do
+      silent[i] = assert(udx.bind("127.0.1." .. i, 0))
+      assert(silent[i]:send(get(i), port, "127.0.0.1"))
+    end
+    for _ = 1, 1000 do
+      if io_.nprobes >= io_.max_probes then break end
+      ludx.sleep(5)
+    end
+    local held = io_.nprobes
+    local client = assert(udx.bind("127.0.2.1", 0))
+    assert(client:send(get(500), port, "127.0.0.1"))
+    -- the probe: a PING from the node, which the client answers
+    local probed
+    local deadline = ludx.now() + 5000
+    while ludx.now() < deadline and not probed do
+      local d, host, rport = client:recv(deadline - ludx.now())
+      local kind, m
+      if d then kind, m = msgs.decode(d) end
+      if kind == "request" and m.command == msgs.PING and m.internal then
+        probed = true
+        assert(client:send(msgs.encode_response({ tid = m.tid, to = { host = "127.0.2.1", port = select(2, client:address()) } }), rport, host))
+      end
+    end
+    say("%d silent hosts hold %d probe slots: the new client was probed: %s", #silent, held, tostring(probed))
+    assert.is_true(probed, "no probe for the new client")
+    -- its retry gets the value
+    local got
+    for try = 1, 20 do
+      assert(client:send(get(600 + try), port, "127.0.0.1"))
+      local d = client:recv(500)
+      local kind, m
+      if d then kind, m = msgs.decode(d) end
+      if kind == "response" and m.value == value then
+        got = true
+        break
+      end
+    end
+    assert.is_true(got, "no value")
+    for _, s in ipairs(silent) do s:close() end
+    client:close()
+    node:destroy()
   end, 60000))
 end)
