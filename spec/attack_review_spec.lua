@@ -195,4 +195,29 @@ describe("security review", function()
     client:close()
     node:destroy()
   end, 60000))
+
+  -- Puncher sockets are capped (32 at once, each held up to 10 s until a
+  -- holepunch starts), but not per client: one host that completes a
+  -- handshake and sends one holepunch round 4 times a second held every
+  -- socket, and no other client could holepunch to the server.
+  it("one host holds at most its share of the server's puncher sockets", run(function()
+    local tn = assert(dht.testnet(3, { timeout = 20000 }))
+    local sn = assert(tn:create_node())
+    local server = sn:server(function(conn) conn:close() end)
+    assert(server:listen(dht.keypair(string.rep("\10", 32)), 20000))
+    local held = {}
+    for _ = 1, 40 do
+      local punch = server:_open_puncher({ settled = false, host = "127.0.0.12" }, consts.FIREWALL.UNKNOWN)
+      if punch then held[#held + 1] = punch end
+    end
+    say("40 holepunch rounds from one host: %d puncher sockets open (cap %d in all)", #held, server.max_punchers)
+    assert.is_true(#held <= 4, "one host holds " .. #held)
+    local other = server:_open_puncher({ settled = false, host = "127.0.0.13" }, consts.FIREWALL.UNKNOWN)
+    assert.is_truthy(other)
+    other:destroy()
+    for _, punch in ipairs(held) do punch:destroy() end
+    assert.are.equal(0, server.punchers)
+    server:close({ fast = true })
+    tn:destroy()
+  end, 60000))
 end)

@@ -38,6 +38,7 @@ M.MAX_HANDSHAKES_PER_SOURCE = 16 -- admitted per second from one source
 M.MAX_PENDING = 256 -- handshakes waiting for their client
 M.MAX_PENDING_PER_SOURCE = 8
 M.MAX_PUNCHERS = 32 -- puncher sockets open at once
+M.MAX_PUNCHERS_PER_SOURCE = 4 -- ... for the handshakes of one host (IPv6 /64)
 M.MAX_REMEMBERED = 8192 -- answered first messages kept 10 s for duplicates
 M.MAX_KNOWN_SOURCES = 1024 -- hosts (IPv6: /64s) whose last handshake connected (10 min)
 
@@ -54,7 +55,8 @@ Server.__index = Server
 --- node: the ludx.dht node; handler(conn) per connection. opts.firewall(
 -- remote_public_key, payload, client_address) -> true refuses a client;
 -- opts.max_handshakes, max_handshakes_per_source (per second),
--- max_pending, max_pending_per_source, max_punchers: the caps above.
+-- max_pending, max_pending_per_source, max_punchers,
+-- max_punchers_per_source: the caps above.
 -- server.onrefuse(source, reason, admitted, from, peer_address), when set,
 -- sees each refused first message ("pending", "rate" or "budget").
 function M.new(node, handler, opts)
@@ -70,6 +72,7 @@ function M.new(node, handler, opts)
     max_pending = opts.max_pending or M.MAX_PENDING,
     max_pending_per_source = opts.max_pending_per_source or M.MAX_PENDING_PER_SOURCE,
     max_punchers = opts.max_punchers or M.MAX_PUNCHERS,
+    max_punchers_per_source = opts.max_punchers_per_source or M.MAX_PUNCHERS_PER_SOURCE,
     max_remembered = opts.max_remembered or M.MAX_REMEMBERED,
     keypair = nil,
     target = nil,
@@ -81,6 +84,7 @@ function M.new(node, handler, opts)
     pending = 0,
     pending_by_source = {},
     punchers = 0,
+    punchers_by_host = {},
     window = -1, -- the second the admission counts belong to
     admitted = 0,
     admitted_by_source = {},
@@ -321,10 +325,18 @@ end
 -- A puncher socket for a holepunch that starts, within max_punchers.
 function Server:_open_puncher(hs, remote_firewall)
   if self.closed or hs.settled or self.punchers >= self.max_punchers then return nil end
+  local host = hs.host or ""
+  local n = self.punchers_by_host[host] or 0
+  if n >= self.max_punchers_per_source then return nil end
   local p = punch.puncher(self.h, self.h:session(), false, remote_firewall)
   if not p then return nil end
   self.punchers = self.punchers + 1
-  p.onclose = function() self.punchers = self.punchers - 1 end
+  self.punchers_by_host[host] = n + 1
+  p.onclose = function()
+    self.punchers = self.punchers - 1
+    local left = self.punchers_by_host[host] - 1
+    self.punchers_by_host[host] = left > 0 and left or nil
+  end
   return p
 end
 
