@@ -50,8 +50,9 @@ function M.node_id(host, port)
 end
 local node_id = M.node_id
 
---- The network prefix of a host: IPv4 /24, IPv6 /48 (as a string key).
-function M.prefix(host)
+--- The network prefix of a host: IPv4 /24, IPv6 /48 (as a string key);
+-- n_groups: IPv6 16-bit groups kept (default 3; 4 for a /64).
+function M.prefix(host, n_groups)
   local v4 = host:match("^(%d+%.%d+%.%d+)%.%d+$") or host:match("^::[fF][fF][fF][fF]:(%d+%.%d+%.%d+)%.%d+$")
   if v4 then return v4 end
   if not host:find(":", 1, true) then return host end
@@ -65,7 +66,9 @@ function M.prefix(host)
     if head == "" then groups = {} end
     for _ = #groups + 1, 8 - n do groups[#groups + 1] = "0" end
   end
-  return string.format("%s:%s:%s", (groups[1] or "0"):lower(), (groups[2] or "0"):lower(), (groups[3] or "0"):lower())
+  local out = {}
+  for i = 1, n_groups or 3 do out[i] = (groups[i] or "0"):lower() end
+  return table.concat(out, ":")
 end
 local prefix_of = M.prefix
 
@@ -244,6 +247,7 @@ function M.new(table_, opts)
     verified_since = env.now(),
     probes = {}, -- host -> true: a verification ping in flight
     nprobes = 0,
+    probe_queue = { head = 1, tail = 0 }, -- the probes, oldest first
     max_probes = opts.max_probes or M.MAX_PROBES,
     host = opts.host or "0.0.0.0",
     port = opts.port or 0,
@@ -432,10 +436,19 @@ end
 
 -- A PING to host:port: an answer verifies the host, so that its next try
 -- (requests are retried) gets the full reply. One per host, at most
--- max_probes at once; a PING is no larger than any request. Returns the
--- bytes sent (counted against the host's budget), or nil.
+-- max_probes at once, the oldest giving way to a new one (hosts that never
+-- answer cannot hold every slot); a PING is no larger than any request.
+-- Returns the bytes sent (counted against the host's budget), or nil.
 function IO:_probe(host, port, socket)
-  if self.probes[host] or self.nprobes >= self.max_probes then return nil end
+  if self.probes[host] then return nil end
+  local q = self.probe_queue
+  while q.head <= q.tail and (q[q.head].destroyed or self.nprobes >= self.max_probes) do
+    local old = q[q.head]
+    q[q.head] = nil
+    q.head = q.head + 1
+    if not old.destroyed then old:destroy() end
+  end
+  if self.nprobes >= self.max_probes then return nil end
   local req = self:create_request({ host = host, port = port }, nil, true, msgs.PING)
   if not req then return end
   -- from the socket the request came to (NATs let that through), no id
@@ -465,6 +478,8 @@ function IO:_probe(host, port, socket)
   end
   req.onresponse = done
   req.onerror = done
+  q.tail = q.tail + 1
+  q[q.tail] = req
   req:send(true)
   local n = req.buffer and #req.buffer or 0
   self:_amp_tx(host, n)
