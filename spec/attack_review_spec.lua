@@ -220,4 +220,21 @@ describe("security review", function()
     server:close({ fast = true })
     tn:destroy()
   end, 60000))
+  it("a sender reusing a relayed client's target and tid cannot take over that client's answer", function()
+    local router = require "ludx.dht.router"
+    local now = 0
+    local r = router.new({ env = { now = function() return now end } })
+    local target = string.rep("t", 32)
+    local client = { host = "10.0.0.1", port = 1111 }
+    local spoofer = { host = "10.6.6.6", port = 6666 }
+    local server = { host = "10.0.0.9", port = 9999 }
+    r:_expect("h", { target = target, tid = 77, from = client })
+    -- the same target and tid from someone else (it must not replace the client's entry)
+    r:_expect("h", { target = target, tid = 77, from = spoofer })
+    local to = r:_answer("h", { target = target, tid = 77, from = server }, client)
+    assert.are.same(client, to)
+    -- an answer naming an address we never relayed for goes nowhere
+    assert.is_nil(r:_answer("h", { target = target, tid = 77, from = server }, { host = "10.1.1.1", port = 1 }))
+    assert.is_nil(r:_answer("h", { target = target, tid = 77, from = server }, nil))
+  end)
 end)
