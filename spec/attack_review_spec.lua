@@ -196,6 +196,58 @@ describe("security review", function()
     node:destroy()
   end, 60000))
 
+  -- A verification PING's answer carries nothing unguessable but its 16-bit
+  -- tid: an off-path sender could answer with every tid in the victim's
+  -- name, get the victim verified and then reflect full replies at it.
+  it("a probe answered with many wrong tids in a host's name verifies nothing", run(function()
+    local node = assert(dht.bootstrapper(0, "127.0.0.1"))
+    assert(node:ready(10000))
+    local p = persistent(node)
+    local value = string.rep("v", 1000)
+    local target = crypto.hash(value)
+    p.immutables:set(target, value)
+    local _, port = node:address()
+    local io_ = node.h.io
+    local function get(tid)
+      return msgs.encode_request({ tid = tid, to = { host = "127.0.0.1", port = port }, command = 9, target = target })
+    end
+    -- the victim's address (it never answers) and the spoofer, another
+    -- port of the same host (off-path: it sees nothing the node sends)
+    local victim = assert(udx.bind("127.0.3.1", 0))
+    local spoofer = assert(udx.bind("127.0.3.1", 0))
+    local _, vport = victim:address()
+    assert(victim:send(get(1), port, "127.0.0.1"))
+    for _ = 1, 1000 do
+      if io_.probes["127.0.3.1"] then break end
+      ludx.sleep(1)
+    end
+    assert.is_truthy(io_.probes["127.0.3.1"], "no probe")
+    -- a sweep of the tid space in the victim's name: here 64 wrong tids,
+    -- then the right one (a real sweep reaches it after ~32,000 on average)
+    local right
+    for tid, r in pairs(io_.inflight) do
+      if r.probe and r.to.host == "127.0.3.1" then right = tid end
+    end
+    assert.is_number(right)
+    local sent = 0
+    for tid = (right + 1) % 65536, (right + 64) % 65536 + (right + 64 >= 65536 and 65536 or 0) do
+      spoofer:send(msgs.encode_response({ tid = tid % 65536, to = { host = "127.0.3.1", port = vport } }), port, "127.0.0.1")
+      sent = sent + 1
+    end
+    spoofer:send(msgs.encode_response({ tid = right, to = { host = "127.0.3.1", port = vport } }), port, "127.0.0.1")
+    for _ = 1, 200 do
+      if not io_.probes["127.0.3.1"] then break end
+      ludx.sleep(5)
+    end
+    local verified = io_:is_verified("127.0.3.1")
+    say("%d wrong tids then the right one in the victim's name: victim verified %s, spoofed probes %s", sent, tostring(verified),
+      tostring(io_.stats.probe_spoofed))
+    assert.is_false(verified)
+    victim:close()
+    spoofer:close()
+    node:destroy()
+  end, 120000))
+
   -- Puncher sockets are capped (32 at once, each held up to 10 s until a
   -- holepunch starts), but not per client: one host that completes a
   -- handshake and sends one holepunch round 4 times a second held every

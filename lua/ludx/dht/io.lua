@@ -39,6 +39,10 @@ M.MAX_TRACKED_HOSTS = 4096 -- per 1 s slot of byte accounting
 M.MAX_VERIFIED_HOSTS = 8192 -- per generation (2 generations, 5 min each)
 M.VERIFIED_AGE = 5 * 60 * 1000
 M.MAX_PROBES = 64 -- verification pings in flight
+-- Responses with a wrong tid from a host while it is probed: past this many
+-- the probe proves nothing (an off-path spoofer can try all 65,536 tids in
+-- the victim's name; a real host sends at most a few late answers).
+M.PROBE_MAX_MISSES = 16
 local EMPTY = {}
 local floor = math.floor
 
@@ -225,7 +229,7 @@ function M.new(table_, opts)
     onresponse = opts.onresponse or noop,
     ontimeout = opts.ontimeout or noop,
     stats = { sent = 0, received = 0, bad = 0, timeouts = 0, retries = 0, requests = 0, responses = 0, flood_dropped = 0,
-      amp_trimmed = 0, amp_dropped = 0, probes = 0 },
+      amp_trimmed = 0, amp_dropped = 0, probes = 0, probe_spoofed = 0 },
     max_requests = opts.max_requests or M.MAX_REQUESTS,
     max_requests_per_source = opts.max_requests_per_source or M.MAX_REQUESTS_PER_SOURCE,
     flood_window = -1, -- the second the counters below belong to
@@ -465,7 +469,8 @@ function IO:_probe(host, port, socket)
       break
     end
   end
-  self.probes[host] = true
+  self.probes[host] = req
+  req.misses = 0
   self.nprobes = self.nprobes + 1
   self.stats.probes = self.stats.probes + 1
   req.retries = 0
@@ -486,6 +491,16 @@ function IO:_probe(host, port, socket)
   return n
 end
 
+-- A response from host that answers none of our requests to it: while host
+-- is probed, count it against the probe.
+function IO:_probe_miss(host)
+  local probe = self.probes[host]
+  if probe then
+    probe.misses = probe.misses + 1
+    if probe.misses == M.PROBE_MAX_MISSES + 1 then self.stats.probe_spoofed = self.stats.probe_spoofed + 1 end
+  end
+end
+
 function IO:onmessage(socket, data, host, port)
   if self.destroyed or #data < 2 or not (port > 0 and port < 65536) then return end
   local first = data:byte(1)
@@ -498,6 +513,7 @@ function IO:onmessage(socket, data, host, port)
   -- (flags in one byte, as every encoder writes them, then the tid)
   if first == msgs.RESPONSE_ID and #data >= 4 and data:byte(2) < 0x80 and not self.inflight[data:byte(3) + data:byte(4) * 256] then
     self.stats.bad = self.stats.bad + 1
+    self:_probe_miss(host)
     return
   end
   local kind, m = msgs.decode(data)
@@ -534,8 +550,15 @@ function IO:onmessage(socket, data, host, port)
   end
 
   local req = self.inflight[m.tid]
-  if not req then return end
-  if req.to.host == host then self:verify(host) end
+  if not req then
+    self:_probe_miss(host)
+    return
+  end
+  if req.to.host ~= host then
+    self:_probe_miss(host)
+  elseif not (req.probe and req.misses > M.PROBE_MAX_MISSES) then
+    self:verify(host)
+  end
   m.from = from
   m.rtt = self.env.now() - req.created
   self.inflight[m.tid] = nil
