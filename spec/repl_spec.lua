@@ -89,6 +89,21 @@ describe("the REPL in a terminal", function()
     os.execute("rm -rf " .. home)
   end))
 
+  it("Ctrl-C typed right after Enter stops that line", run(function()
+    local p, home = start_repl()
+    -- one write: the editor reads the line and the ^C together, while ISIG
+    -- is still off; the ^C is for the line, not a key for the next prompt
+    p:write("ludx.sleep(600000)\r\3")
+    expect(p, "interrupted")
+    expect(p, "> ")
+    p:write("'still here'\r")
+    expect(p, "still here")
+    p:write("\4")
+    assert.are.equal(0, p:wait(20000))
+    p:close()
+    os.execute("rm -rf " .. home)
+  end))
+
   it("Ctrl-C drops a half-typed multi-line chunk", run(function()
     local p, home = start_repl()
     p:write("for i = 1, 3 do\r")
@@ -346,6 +361,20 @@ require("ludx.stdin").watch(function() end, function() srv.close() end)
     p:write("\3")
     expect(p, "interrupted")
     expect(p, "\n\r> ")
+    -- Ctrl-C while the client is busy printing (its reader is blocked
+    -- writing to the terminal): the client's own tasks must live through it
+    p:write("print('big' .. string.rep('x', 300000)) ludx.sleep(600000)\r")
+    expect(p, "bigxxx")
+    p:write("\3")
+    local got, err = p:expect("interrupted", 20000, true)
+    assert(got, err and err:sub(1, 60) .. " ... " .. err:sub(-200)) -- not all the x's
+    expect(p, "\n\r> ")
+    -- Ctrl-C typed with the Enter, before the line was even sent
+    p:write("ludx.sleep(600000)\r\3")
+    expect(p, "interrupted")
+    expect(p, "\n\r> ")
+    p:write("secret\r")
+    expect(p, "\n41\r\n")
     p:write("\4")
     assert.are.equal(0, p:wait(20000))
     p:close()
@@ -410,4 +439,32 @@ require("ludx.stdin").watch(function() end, function() srv.close() end)
     assert.matches("ludx attach: .*repl%.sock", err)
     os.execute("rm -rf " .. dir)
   end, 90000))
+
+  it("ludx attach's server: an interrupt right behind its line stops that line", run(function()
+    local dir = tmpdir()
+    local sock = dir .. "/repl.sock"
+    local f = assert(io.open(dir .. "/svc.lua", "w"))
+    f:write([[
+local srv = assert(require("ludx.repl").serve(arg[1]))
+print("serving")
+io.stdout:flush()
+require("ludx.stdin").watch(function() end, function() srv.close() end)
+]])
+    f:close()
+    local svc = assert(process.spawn(H.ludx_bin, { dir .. "/svc.lua", sock }))
+    assert(svc:expect("serving", 20000, true))
+    local c = assert(require("ludx.tcp").connect_unix(sock, 20000))
+    -- one write: the server reads both before its runner takes the line
+    assert(c:write('{"t":"line","s":"ludx.sleep(600000)"}\n{"t":"interrupt"}\n'))
+    local heard = ""
+    while not heard:find("interrupted", 1, true) do heard = heard .. assert(c:read(65536, 20000)) end
+    -- and the session goes on
+    assert(c:write('{"t":"line","s":"6 * 7"}\n'))
+    while not heard:find("42", 1, true) do heard = heard .. assert(c:read(65536, 20000)) end
+    c:close()
+    svc:close_stdin()
+    assert.are.equal(0, svc:wait(20000))
+    svc:close()
+    os.execute("rm -rf " .. dir)
+  end, 60000))
 end)
