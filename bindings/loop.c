@@ -14,6 +14,7 @@
 static lua_State *interrupt_L = NULL;
 static volatile int in_step = 0;
 static volatile sig_atomic_t hook_pending = 0;
+static int hook_fired = 0; // the hook stopped a task since the last clear
 
 // core.step(timeout_ms) -> pending_events, alive
 static int
@@ -193,6 +194,7 @@ interrupt_hook (lua_State *L, lua_Debug *ar) {
     return;
   lua_sethook(L, NULL, 0, 0);
   hook_pending = 0;
+  hook_fired = 1;
   luaL_error(L, "interrupted");
 }
 
@@ -258,12 +260,16 @@ l_interrupt_spare (lua_State *L) {
   return 0;
 }
 
-// core.interrupt_clear(): the interrupt was handled; no hook is left behind.
+// core.interrupt_clear() -> fired: the interrupt was handled; no hook is
+// left behind. fired: the hook already stopped a task for it (one Ctrl-C,
+// one stop: the REPL must not also cancel its next prompt).
 static int
 l_interrupt_clear (lua_State *L) {
   lua_sethook(L, NULL, 0, 0);
   hook_pending = 0;
-  return 0;
+  lua_pushboolean(L, hook_fired);
+  hook_fired = 0;
+  return 1;
 }
 
 // core.strerror(code) -> message, name for a negative UV_E* number
