@@ -117,6 +117,27 @@ describe("the REPL in a terminal", function()
     os.execute("rm -rf " .. home)
   end))
 
+  it("a Ctrl-C signal while the REPL itself runs Lua cancels the line being typed, not the REPL", run(function()
+    local p, home = start_repl()
+    -- Tab completion walks fields through __index, in the REPL's own task:
+    -- this one stays busy (no yield) until the test has sent SIGINT
+    p:write("slow = setmetatable({}, { __index = function() print('busy') " ..
+      "while true do local f = io.open(os.getenv('HOME') .. '/done') if f then f:close() break end end end })\r")
+    expect(p, "\n\r> ")
+    p:write("slow.x.y\t")
+    expect(p, "busy")
+    assert(p:kill("SIGINT"))
+    H.write_file(home .. "/done", "")
+    expect(p, "^C")
+    expect(p, "> ")
+    p:write("1 + 1\r")
+    expect(p, "\n2\r\n")
+    p:write("\4")
+    assert.are.equal(0, p:wait(20000))
+    p:close()
+    os.execute("rm -rf " .. home)
+  end))
+
   it("Ctrl-C drops a half-typed multi-line chunk", run(function()
     local p, home = start_repl()
     p:write("for i = 1, 3 do\r")
