@@ -595,8 +595,8 @@ function M.attach(path)
   end
   local writer = ludx.spawn("attach writer", function()
     while true do
-      local msg = outbox:get()
-      if not msg or not conn:write(msg) then break end
+      local out = outbox:get()
+      if not out or not conn:write(out) then break end
     end
   end)
   writer.quiet = true
@@ -633,7 +633,7 @@ function M.attach(path)
   local me = coroutine.running()
   for _, co in ipairs({ me, reader.co, writer.co }) do core.interrupt_spare(co) end
   local waiting = false -- a line runs over there
-  local pending = false -- Ctrl-C for the line entered but not sent yet
+  local pending -- Ctrl-C for the line entered but not sent yet
   ludx.on_interrupt(function()
     if waiting then
       send({ t = "interrupt" })
@@ -666,7 +666,6 @@ function M.attach(path)
       send({ t = "line", s = line })
       if pending then send({ t = "interrupt" }) end
     end
-    pending = false
   end
   core.interrupts(false)
   for _, co in ipairs({ me, reader.co, writer.co }) do core.interrupt_spare(co, false) end
