@@ -150,12 +150,16 @@ function M.connect(node, public_key, opts, timeout)
   local sp = res.payload
   local remote_id = sp.udx.id
   local holepunchable = sp.holepunch ~= nil and #(sp.holepunch.relays or {}) > 0
+  -- set when the server's stream connects on our first packet (ludx.dht.server)
+  local server_waits = false
   if not res.relayed then
-    -- the server's own node answered: it connects to us as we connect to it
+    -- the server's own node answered
     stream:connect(h:socket().udx, remote_id, res.address.port, res.address.host)
+    server_waits = true
   elseif sp.firewall == FIREWALL.OPEN or not holepunchable then
     local addr = first_remote_address(sp.addresses4, res.server_address)
     stream:connect(h:socket().udx, remote_id, addr.port, addr.host)
+    server_waits = true
   elseif res.client_firewall == FIREWALL.OPEN then
     -- the server connects to our public address; its first packet connects us
     stream:firewall("connect", remote_id)
@@ -198,6 +202,20 @@ function M.connect(node, public_key, opts, timeout)
     handshake = { tx = r.tx, rx = r.rx, hash = r.hash, public_key = keypair.public_key, remote_public_key = public_key },
   })
   conn.udx_stream = stream
+  if server_waits then
+    -- Such a server holds no connection (and its handler has not run) until
+    -- our first packet arrives; we return once its id/header frame shows it
+    -- does, as when a server connects at the handshake (Node's hyperdht
+    -- does, for direct handshakes). A caller that sees the connection open
+    -- knows the server side has it too: ludx.swarm's duplicate rule needs
+    -- that order (the accepting side decides before the dialer's opens).
+    local ok, m, c = conn:wait_header(math.min(PASSIVE_TIMEOUT, left() or PASSIVE_TIMEOUT))
+    if not ok then
+      conn:close()
+      if c == "ETIMEDOUT" then return nil, "the server did not answer on the stream", "PEER_CONNECTION_FAILED" end
+      return nil, m, c
+    end
+  end
   return conn
 end
 
