@@ -109,7 +109,7 @@ l_framer_encrypt (lua_State *L) {
   return 1;
 }
 
-// f:feed(raw) -> plaintext, handshake_message | nil, msg, code
+// f:feed(raw [, one]) -> plaintext, handshake_message | nil, msg, code
 //
 // The plaintext of every complete data frame in the input, concatenated
 // ("" when there is none). In the handshake phase it stops after one
@@ -117,11 +117,15 @@ l_framer_encrypt (lua_State *L) {
 // until the next call (feed("") continues). On any bad input the stream is
 // failed and nothing of this call is returned, so no byte that did not
 // authenticate (or that follows one that did not) ever reaches the caller.
+// With one = true (message boundaries), it stops after the first non-empty
+// data frame and holds the rest like after a handshake frame; empty frames
+// (keep-alives) are skipped.
 static int
 l_framer_feed (lua_State *L) {
   framer_t *f = check_framer(L);
   size_t len;
   const uint8_t *data = (const uint8_t *) ludx_check_lstring(L, 2, "data", &len);
+  int one = lua_toboolean(L, 3);
   const uint8_t *in = data;
   size_t in_len = len;
   int held = f->pend_len > 0;
@@ -148,9 +152,15 @@ l_framer_feed (lua_State *L) {
     }
     if (rc == LUDX_SS_NEED_MORE)
       break;
-    if (rc == LUDX_SS_HANDSHAKE) {
-      // no data frame can come before keys, so the plaintext is empty
-      lua_pushliteral(L, "");
+    if (one && rc == LUDX_SS_DATA && out_len == 0)
+      continue;
+    if (rc == LUDX_SS_HANDSHAKE || one) {
+      int n = 1;
+      if (rc == LUDX_SS_HANDSHAKE) {
+        // no data frame can come before keys, so the plaintext is empty
+        lua_pushliteral(L, "");
+        n = 2;
+      }
       push_bytes(L, out, out_len); // before `in` (maybe in pend) moves
       if (in_len > 0) {
         if (held) {
@@ -162,7 +172,7 @@ l_framer_feed (lua_State *L) {
         }
       }
       f->pend_len = in_len;
-      return 2;
+      return n;
     }
     // LUDX_SS_DATA: the last frame of the input goes out without a copy
     if (in_len == 0 && f->out_len == 0) {
@@ -181,8 +191,11 @@ l_framer_feed (lua_State *L) {
   return 1;
 }
 
-// f:feed_udx(stream [, max]) -> plaintext, raw bytes used | false (nothing
-// yet) | nil (EOF) | nil, msg, code. The data phase over a udx stream, without a Lua string
+// f:feed_udx(stream [, max [, one]]) -> plaintext, raw bytes used | false
+// (nothing yet) | nil (EOF) | nil, msg, code. With one = true it returns
+// the plaintext of one non-empty frame (message boundaries; empty frames are
+// keep-alives and skipped), leaving the next frames in the stream's buffer.
+// The data phase over a udx stream, without a Lua string
 // for the raw bytes: frames are decrypted straight from the stream's read
 // buffer, which is consumed as it is read. It stops once about max bytes
 // of plaintext (default 64 KiB) are collected. Only for after the handshake
@@ -193,6 +206,8 @@ l_framer_feed_udx (lua_State *L) {
   int closed;
   udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
   size_t max = (size_t) ludx_opt_integer(L, 3, "max", 65536, 1, (lua_Integer) 1 << 30);
+  int one = lua_toboolean(L, 4);
+  int got = 0;
   if (f->pend_len > 0)
     return luaL_error(L, "framer: feed_udx with bytes held from feed");
   f->out_len = 0;
@@ -202,7 +217,7 @@ l_framer_feed_udx (lua_State *L) {
   // only when another one follows, so a single frame needs no copy
   const uint8_t *last = NULL;
   size_t last_len = 0;
-  while (st != NULL && f->out_len + last_len < max) {
+  while (st != NULL && !got && f->out_len + last_len < max) {
     const uint8_t *p;
     size_t len;
     int r = udx_stream_read_peek(st, &p, &len);
@@ -230,10 +245,17 @@ l_framer_feed_udx (lua_State *L) {
       }
       if (rc == LUDX_SS_NEED_MORE)
         break;
+      if (one && out_len == 0)
+        continue;
       last = out;
       last_len = out_len;
+      if (one) {
+        got = 1;
+        break;
+      }
     }
-    // ludx_ss_read took every byte (a partial frame is kept inside it)
+    // ludx_ss_read took every byte up to the frame it stopped at (a partial
+    // frame is kept inside it)
     udx_stream_read_consume(st, len - in_len);
     used += len - in_len;
   }
@@ -336,6 +358,25 @@ l_framer_destroy (lua_State *L) {
   return 0;
 }
 
+// core.crypto.secretstream_rate(frame_bytes, total_bytes) -> push_s, pull_s
+//
+// libsodium's secretstream (XChaCha20-Poly1305, what a secret-stream frame
+// is sealed with) on this thread's CPU: seconds spent pushing, then
+// pulling, total_bytes in frames of frame_bytes. A bench reference: what
+// encryption costs at least, with no framing, copy or I/O around it.
+static int
+l_secretstream_rate (lua_State *L) {
+  size_t frame = (size_t) ludx_check_integer(L, 1, "frame_bytes", 1, LUDX_SS_MAX_WRITE);
+  uint64_t total = (uint64_t) ludx_check_integer(L, 2, "total_bytes", 1, (lua_Integer) 1 << 40);
+  double push_s, pull_s;
+  int rc = ludx_ss_cipher_rate(frame, total, &push_s, &pull_s);
+  if (rc < 0)
+    return ludx_push_crypto_error(L, rc);
+  lua_pushnumber(L, push_s);
+  lua_pushnumber(L, pull_s);
+  return 2;
+}
+
 void
 ludx_bind_framer (lua_State *L) {
   static const luaL_Reg methods[] = {
@@ -355,4 +396,6 @@ ludx_bind_framer (lua_State *L) {
   ludx_new_class(L, FRAMER_MT, methods);
   lua_pushcfunction(L, l_framer);
   lua_setfield(L, -2, "framer");
+  lua_pushcfunction(L, l_secretstream_rate);
+  lua_setfield(L, -2, "secretstream_rate");
 }

@@ -55,11 +55,12 @@ l_write (lua_State *L) {
   return 0;
 }
 
+// core.line_cancel() -> true when it dropped the line at the prompt, false
+// when no prompt shows
 static int
 l_cancel (lua_State *L) {
-  (void) L;
-  ludx_line_cancel();
-  return 0;
+  lua_pushboolean(L, ludx_line_cancel());
+  return 1;
 }
 
 static int

@@ -14,6 +14,7 @@
 static lua_State *interrupt_L = NULL;
 static volatile int in_step = 0;
 static volatile sig_atomic_t hook_pending = 0;
+static int hook_fired = 0; // the hook stopped a task since the last clear
 
 // core.step(timeout_ms) -> pending_events, alive
 static int
@@ -159,18 +160,41 @@ l_signal_gc (lua_State *L) {
   return 0;
 }
 
+// The registry key of the weak set of tasks Ctrl-C must not stop.
+static char spare_key;
+
+// 1 when the running thread is the main one or a spared task: the REPL's
+// own tasks (the loop reading lines, the attach client's reader) must live
+// through Ctrl-C to report it.
+static int
+spared (lua_State *L) {
+  if (lua_pushthread(L)) {
+    lua_pop(L, 1);
+    return 1;
+  }
+  lua_pushlightuserdata(L, &spare_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  int found = 0;
+  if (lua_istable(L, -1)) {
+    lua_pushvalue(L, -2);
+    lua_rawget(L, -2);
+    found = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+  return found;
+}
+
 static void
 interrupt_hook (lua_State *L, lua_Debug *ar) {
   (void) ar;
-  // only a task (a coroutine) is stopped; the scheduler on the main thread
-  // keeps going and will see the interrupt event
-  if (lua_pushthread(L)) {
-    lua_pop(L, 1);
+  // only a task (a coroutine) is stopped, and not a spared one; the
+  // scheduler keeps going and will see the interrupt event
+  if (spared(L))
     return;
-  }
-  lua_pop(L, 1);
   lua_sethook(L, NULL, 0, 0);
   hook_pending = 0;
+  hook_fired = 1;
   luaL_error(L, "interrupted");
 }
 
@@ -207,12 +231,45 @@ l_interrupts (lua_State *L) {
   return 1;
 }
 
-// core.interrupt_clear(): the interrupt was handled; no hook is left behind.
+// core.interrupt_spare(co, on): Ctrl-C's hook leaves the coroutine co alone
+// (on false: no longer). Held weakly.
+static int
+l_interrupt_spare (lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTHREAD);
+  int on = lua_isnone(L, 2) || lua_toboolean(L, 2);
+  lua_pushlightuserdata(L, &spare_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushlightuserdata(L, &spare_key);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+  }
+  lua_pushvalue(L, 1);
+  if (on)
+    lua_pushboolean(L, 1);
+  else
+    lua_pushnil(L);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  return 0;
+}
+
+// core.interrupt_clear() -> fired: the interrupt was handled; no hook is
+// left behind. fired: the hook already stopped a task for it (one Ctrl-C,
+// one stop: the REPL must not also cancel its next prompt).
 static int
 l_interrupt_clear (lua_State *L) {
   lua_sethook(L, NULL, 0, 0);
   hook_pending = 0;
-  return 0;
+  lua_pushboolean(L, hook_fired);
+  hook_fired = 0;
+  return 1;
 }
 
 // core.strerror(code) -> message, name for a negative UV_E* number
@@ -251,6 +308,7 @@ ludx_bind_loop (lua_State *L) {
       {"signal", l_signal},
       {"interrupts", l_interrupts},
       {"interrupt_clear", l_interrupt_clear},
+      {"interrupt_spare", l_interrupt_spare},
       {"strerror", l_strerror},
       {"shutdown", l_shutdown},
       {NULL, NULL}};

@@ -23,6 +23,7 @@ typedef struct tcp_conn_s {
   union { // a Unix-domain connection is the same stream over a pipe
     uv_tcp_t handle;
     uv_pipe_t pipe;
+    uv_tty_t tty; // stdin/stdout on a terminal (core.stdio_open)
   };
   int is_pipe;
   uv_connect_t connect_req;
@@ -559,6 +560,50 @@ l_unix_connect (lua_State *L) {
   return 1;
 }
 
+// --- standard input and output ----------------------------------------
+
+// core.stdio_open(fd, ref) -> conn | false | nil, msg, code. A pipe, socket
+// or terminal on fd becomes a connection (reads buffered and bounded as a
+// TCP connection's, writes with the same high-water mark); false for a
+// regular file or anything else the loop cannot poll (read it blocking).
+static int
+l_stdio_open (lua_State *L) {
+  int fd = (int) ludx_check_integer(L, 1, "fd", 0, 2);
+  uint32_t ref = ludx_check_ref(L, 2);
+  uv_handle_type t = uv_guess_handle(fd);
+  if (t != UV_NAMED_PIPE && t != UV_TCP && t != UV_TTY) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  ludx_rt_t *rt = ludx_bind_rt(L);
+  tcp_conn_t *c = calloc(1, sizeof(*c));
+  if (c == NULL)
+    return ludx_push_uv_error(L, UV_ENOMEM);
+  c->rt = rt;
+  c->ref = ref;
+  c->is_pipe = 1;
+  int err = t == UV_TTY ? uv_tty_init(&rt->loop, &c->tty, fd, 0) : uv_pipe_init(&rt->loop, &c->pipe, 0);
+  if (err == 0 && t != UV_TTY)
+    err = uv_pipe_open(&c->pipe, fd);
+  if (err < 0 && t == UV_TTY) {
+    free(c); // uv_tty_init failed: no handle to close
+    return ludx_push_uv_error(L, err);
+  }
+  c->handle.data = c;
+  c->shutdown_req.data = c;
+  ludx_rt_track(rt, &c->closer, conn_shutdown_closer);
+  if (err < 0) {
+    c->life.released = 1;
+    conn_close(c);
+    return ludx_push_uv_error(L, err);
+  }
+  c->connected = 1;
+  if (fd == 0)
+    start_reading(c);
+  ludx_new_object(L, CONN_MT, c);
+  return 1;
+}
+
 void
 ludx_bind_tcp (lua_State *L) {
   ev_connection = ludx_rt_kind("TCP_CONNECTION");
@@ -584,6 +629,6 @@ ludx_bind_tcp (lua_State *L) {
       {"__gc", l_server_gc},
       {NULL, NULL}};
   ludx_new_class(L, SERVER_MT, server_methods);
-  static const luaL_Reg funcs[] = {{"tcp_listen", l_listen}, {"tcp_connect", l_connect}, {"unix_listen", l_unix_listen}, {"unix_connect", l_unix_connect}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"tcp_listen", l_listen}, {"tcp_connect", l_connect}, {"unix_listen", l_unix_listen}, {"unix_connect", l_unix_connect}, {"stdio_open", l_stdio_open}, {NULL, NULL}};
   ludx_set_funcs(L, funcs);
 }

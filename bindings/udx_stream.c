@@ -280,14 +280,18 @@ l_connect (lua_State *L) {
   return 1;
 }
 
-// s:write(data) -> 1 below the high-water mark, 0 above it (queued anyway)
+// s:write(data[, off, n]) -> 1 below the high-water mark, 0 above it
+// (queued anyway). off/n (0-based) queue a slice of data: a large write goes
+// in pieces as the queue drains, with no Lua substring per piece.
 static int
 l_write (lua_State *L) {
   lstream_t *s = check_stream(L, 1);
   size_t len;
   const char *data = ludx_check_lstring(L, 2, "data", &len);
+  size_t off = (size_t) ludx_opt_integer(L, 3, "off", 0, 0, (lua_Integer) len);
+  size_t n = (size_t) ludx_opt_integer(L, 4, "n", (lua_Integer) (len - off), 0, (lua_Integer) (len - off));
   LIVE(L, s);
-  return push_result(L, udx_stream_write(st, data, len));
+  return push_result(L, udx_stream_write(st, data + off, n));
 }
 
 static int
@@ -424,6 +428,21 @@ SETTER(l_set_keepalive, udx_stream_set_keepalive, "ms", UINT32_MAX)
 SETTER(l_set_timeout, udx_stream_set_timeout, "ms", UINT32_MAX)
 SETTER(l_set_ack_policy, udx_stream_set_ack_policy, "policy", 1)
 SETTER(l_set_migration, udx_stream_set_migration, "allow", 1)
+
+// s:set_resume(rate, rtt_us): careful resume from a remembered rate
+// (payload bytes/s) and min RTT (us); see udx_stream_set_resume.
+static int
+l_set_resume (lua_State *L) {
+  lstream_t *s = check_stream(L, 1);
+  lua_Integer rate = ludx_check_integer(L, 2, "rate", 0, (lua_Integer) 1 << 50);
+  lua_Integer rtt = ludx_check_integer(L, 3, "rtt_us", 0, UINT32_MAX);
+  LIVE(L, s);
+  int err = udx_stream_set_resume(st, (uint64_t) rate, (uint32_t) rtt);
+  if (err < 0)
+    return ludx_push_uv_error(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
 
 static int
 l_seq_ack (lua_State *L) {
@@ -686,6 +705,7 @@ ludx_bind_udx_stream (lua_State *L) {
       {"set_read_buffer_limit", l_set_read_buffer_limit},
       {"set_rwnd_max", l_set_rwnd_max},
       {"set_keepalive", l_set_keepalive},
+      {"set_resume", l_set_resume},
       {"set_timeout", l_set_timeout},
       {"set_ack_policy", l_set_ack_policy},
       {"set_migration", l_set_migration},

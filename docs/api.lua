@@ -155,6 +155,7 @@ print(b:read())               --> hello]],
           { ":set_read_buffer_limit(bytes: integer) -> ok: boolean", "Bound on bytes held for a slow reader." },
           { ":set_keepalive(ms: integer) -> ok: boolean", "A heartbeat every ms while idle (0 = off)." },
           { ":set_timeout(ms: integer) -> ok: boolean", "Give up after ms without progress while data is outstanding." },
+          { ":set_resume(rate: number, rtt_ms: number) -> " .. E, "Careful resume before the first write: jump to half a remembered rate (payload bytes/s) once the first RTT matches rtt_ms; retreat at a loss (ludx.resume keeps them)." },
           { ":set_fault(fault?: table) -> ok: boolean", "Fault injection for this stream's datagrams." },
           { ":relay_to(dst: ludx.udx.Stream) -> ok: boolean", "Forwards every datagram for this stream to dst's remote (a relay)." },
           { ":change_remote(sock: ludx.udx.Socket, remote_id: integer, port: integer, host?: string, timeout?: number) -> " .. E, "Moves the stream to another socket or remote; waits until everything sent before is acknowledged." },
@@ -184,7 +185,7 @@ assert(a:write("secret"))
 print(b:read(), b.remote_public_key == a.public_key)]],
     fields = { { "MAX_WRITE", "integer", "The largest single write (one frame)." } },
     functions = {
-      { "wrap(raw: table, opts: table) -> stream: ludx.secretstream.Stream", "Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern (\"XX\" or \"IK\"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives)." },
+      { "wrap(raw: table, opts: table) -> stream: ludx.secretstream.Stream", "Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern (\"XX\" or \"IK\"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives), messages (true: keep frame boundaries for recv_message from the start)." },
       { "keypair(seed?: string) -> keypair: table", "An Ed25519 key pair {public_key (32 bytes), secret_key (64 bytes)}; from a 32-byte seed when given." },
     },
     classes = {
@@ -192,6 +193,8 @@ print(b:read(), b.remote_public_key == a.public_key)]],
           { ":ready(timeout?: number) -> " .. E, "Waits for the handshake." },
           { ":read(max?: integer, timeout?: number) -> data: string?, err: string?, code: string?", "Decrypted bytes, up to max; nil at the end. Codes: EDECRYPT, EFRAME, EHANDSHAKE, EREMOTEKEY, ETIMEDOUT, or the raw stream's." },
           { ":write(data: string, timeout?: number) -> " .. E, "One frame (at most MAX_WRITE bytes). Writes before the handshake are queued (up to 1 MiB)." },
+          { ":recv_message(timeout?: number) -> message: string?, err: string?, code: string?", "The next message: the plaintext of one frame as the peer wrote it; nil at the end. Frames stay apart until the first read() (which joins them, the byte-stream fast path) or from wrap's opts.messages; after a read() it is an EINVAL error. Empty frames are keep-alives, never messages." },
+          { ":send_message(data: string, timeout?: number) -> " .. E, "One message = one frame: the same as write." },
           { ":finish(timeout?: number) -> " .. E, "Flushes, then ends the raw stream." },
           { ":close() -> ok: true", "Closes and destroys the raw stream." },
           { ":destroy() -> ok: true", "As close (the graceful end is finish()). Idempotent; waiting readers and writers get a code." },
@@ -201,6 +204,151 @@ print(b:read(), b.remote_public_key == a.public_key)]],
         } },
     },
     internal = { "Stream" },
+  },
+
+  {
+    name = "ludx.protomux",
+    summary = "Channels over one stream (npm protomux 3.x)",
+    doc = [[
+Many protocol channels over one SecretStream, byte-compatible with npm
+`protomux` 3.x: every Holepunch protocol is such a channel. Each message is
+one frame of the stream (`recv_message`/`send_message`). A channel has a
+protocol name, an optional id, a handshake codec and a list of message
+codecs (ludx.compact); message types are 1-based here (protomux counts from
+0 on the wire). Tasks, not events: `ch:recv()` returns the next message,
+`ch:opened()` the remote's handshake. A message type given as
+`{ encoding = codec, on_message = fn(value, ch) }` is delivered to fn in the
+mux's reader task instead (it must not wait); `false` skips a type.
+
+Handshake rules are protomux's: a channel is open once both sides sent
+their open (either may go first; `mux:pair` answers opens we did not make,
+unanswered ones are rejected with EREJECTED); `close` from either side
+closes it on both (messages queued before stay readable, then `recv`
+returns nil); when the stream ends every channel closes and the mux ends
+its side too. Bad input never raises: a message that does not decode closes
+its channel (EDECODE); a frame that breaks the protocol (a message on a
+channel never opened, an open that skips ids, a reject of nothing, a nested
+batch) or is over max_message_size ends the mux and destroys the stream
+(EPROTO, EMSGSIZE). Caps (options of `from`, defaults in DEFAULTS):
+max_channels (256, remote channels open or pending; more are rejected),
+max_message_size (4 MiB), max_queued (256 messages per channel) and
+max_buffered (4 MiB over the mux) before the reader stops reading (the
+backpressure reaches the stream and the remote), max_name_size (1024 bytes
+of a protocol name or id), max_write_buffer (1 MiB queued for the stream
+before send waits). A reader that stops on a full channel stops the whole
+mux, as protomux's pause does: read every channel you open, or give its
+types on_message.]],
+    example = [[
+local mux = protomux.from(conn)              -- conn: a SecretStream
+local ch = assert(mux:channel({ protocol = "chat/1", handshake = compact.string,
+                                messages = { compact.string, compact.uint } }))
+ch:open("hello")
+print(ch:opened(5000))                       --> the remote's handshake string
+ch:send(1, "text"); ch:send(2, 42)
+local i, value = ch:recv()                   -- nil once the channel closed
+ch:close()
+mux:pair({ protocol = "chat/1" }, function(id)    -- the remote opened first
+  local c = mux:channel({ protocol = "chat/1", id = id, handshake = compact.string })
+  c:open("hi")
+end)]],
+    fields = { { "DEFAULTS", "table", "The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer)." } },
+    functions = {
+      { "from(conn: table, opts?: table) -> mux: ludx.protomux.Mux", "The muxer of a stream (with recv_message/send_message, as a SecretStream, not read with read() before): the same one on a second call. Starts its reader task; the mux owns the stream from then on (it ends and destroys it). opts: the caps of DEFAULTS." },
+      { "is_mux(v: any) -> yes: boolean", "True for a muxer." },
+    },
+    classes = {
+      { name = "ludx.protomux.Mux", impl = "ludx.protomux:Mux", doc = "One muxer per stream.", methods = {
+          { ":channel(opts: table) -> ch: ludx.protomux.Channel?, err: string?, code: string?", "A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and is open at once." },
+          { ":pair(key: table, fn: function)", "fn(id) runs in a task when the remote opens {protocol, id} (id nil: any id) first; a channel made while it runs is paired, else the open is rejected." },
+          { ":unpair(key: table)", "Removes a pair handler." },
+          { ":opened(key: table) -> yes: boolean", "True while a channel of {protocol, id} is open here." },
+          { ":get_last_channel(key: table) -> ch: ludx.protomux.Channel?", "The last channel of {protocol, id} opened here." },
+          { ":is_idle() -> yes: boolean", "True when no channel id is in use." },
+          { ":channels() -> iter: function", "Iterates the channels." },
+          { ":channel_list() -> list: ludx.protomux.Channel[]", "The channels, as a list." },
+          { ":cork()", "Batches every message and open/close from now until the matching uncork into one batch frame." },
+          { ":uncork()", "Sends the batch (when the last cork ends)." },
+          { ":stats() -> stats: table", "{frames_in, frames_out, messages_in, messages_out, ignored, rejected, remote_channels, buffered, write_buffered}." },
+          { ":destroy(msg?: string, code?: string) -> ok: true", "Closes every channel (their waiters get code) and destroys the stream. Idempotent." },
+        } },
+      { name = "ludx.protomux.Channel", impl = "ludx.protomux:Channel", doc = "A channel of a mux.", fields = { { "protocol", "string" }, { "id", "string?" }, { "handshake", "any", "The remote's handshake value, once open." }, { "is_open", "boolean" }, { "closed", "boolean" }, { "user_data", "any" } }, methods = {
+          { ":open(handshake?: any) -> " .. E, "Sends our open with a value of the handshake codec (EBUSY when sent already)." },
+          { ":opened(timeout?: number) -> handshake: any, err: string?, code: string?", "Waits until the remote opened too: its handshake value (true without a handshake codec); nil, msg, code when the channel closed first (EREJECTED, ...) or ETIMEDOUT." },
+          { ":send(i: integer, value: any) -> " .. E, "Sends message type i (1-based) with a value of its codec; waits while more than max_write_buffer bytes wait for the stream. EPIPE after close, ENOTOPEN before open, EMSGSIZE." },
+          { ":recv(timeout?: number) -> i: integer?, value: any, code: string?", "The next message in order: its type and value. nil when the channel closed (nil, msg, code when an error closed it: EDECODE, ECONNRESET, ...), or ETIMEDOUT." },
+          { ":close() -> ok: true", "Closes the channel; the remote sees it closed. Idempotent." },
+          { ":destroy() -> ok: true", "As close." },
+          { ":closed_wait(timeout?: number) -> " .. E, "Waits until the channel closed (either side)." },
+          { ":add_message(m: table|false) -> i: integer", "Adds a message type after the others (a codec, {encoding, on_message}, or false); returns its index." },
+          { ":cork()", "The mux's cork." },
+          { ":uncork()", "The mux's uncork." },
+        } },
+    },
+    internal = { "Mux", "Channel" },
+  },
+
+  {
+    name = "ludx.compact",
+    summary = "compact-encoding codecs",
+    doc = [[
+The binary encodings of the hyperswarm stack, byte for byte as npm
+`compact-encoding`. A codec is a table {encode = function(w, v), decode =
+function(r)} over a writer and a reader; codecs compose (array, frame) and
+are what protomux channels take. Decoding never raises and never reads past
+the input: a read that does not fit sets `r.err` (the first error sticks) and
+`compact.decode` returns nil, err. Encoding a wrong value raises. Strings are
+bytes (`string` and `utf8` do not check UTF-8); buffer and string decode an
+empty value as "", optional_buffer as nil; uint decodes up to 2^64 as a
+number (uint64 stops at 2^53 - 1 as compact-encoding does).]],
+    example = [[
+local bytes = compact.encode(compact.array(compact.string), { "a", "b" })
+print(compact.decode(compact.array(compact.string), bytes)[2])   --> b
+local w = compact.writer(); w:uint(300); w:buffer("hi")
+local r = compact.reader(w:finish()); print(r:uint(), r:buffer(), r.err)]],
+    fields = {
+      { "MAX_ARRAY", "integer", "The largest array count a reader accepts (0x100000)." },
+      { "uint", "table", "Varint: 1 byte up to 0xFC, else 0xFD+u16, 0xFE+u32, 0xFF+u64." },
+      { "uint8", "table" }, { "uint16", "table" }, { "uint24", "table" }, { "uint32", "table" },
+      { "uint64", "table", "8 bytes little-endian, up to 2^53 - 1." },
+      { "int", "table", "ZigZag over uint (0, -1, 1, -2 -> 0, 1, 2, 3)." },
+      { "int8", "table" }, { "int16", "table" }, { "int24", "table" }, { "int32", "table" }, { "int64", "table" },
+      { "float32", "table" }, { "float64", "table", "IEEE 754, little-endian." },
+      { "bool", "table", "One byte; only 1 decodes as true." },
+      { "buffer", "table", "uint length, then the bytes." },
+      { "string", "table", "As buffer (UTF-8 by convention)." }, { "utf8", "table", "The same as string." },
+      { "optional_buffer", "table", "A buffer or nil (nil and \"\" are one 0 byte)." }, { "optionalBuffer", "table", "The same." },
+      { "raw", "table", "The rest of the input, no length." },
+      { "fixed8", "table" }, { "fixed16", "table" }, { "fixed24", "table" }, { "fixed32", "table" }, { "fixed64", "table" },
+      { "json", "table", "A string of JSON (ludx.json)." }, { "ndjson", "table", "JSON and a newline." },
+      { "none", "table", "Nothing on the wire; decodes nil." },
+      { "ipv4Address", "table", "{host, port}: 4 bytes and a uint16." }, { "ipv6Address", "table", "{host, port}: 16 bytes and a uint16." },
+      { "ipv4Array", "table" }, { "ipv6Array", "table" },
+    },
+    functions = {
+      { "encode(codec: table, value: any) -> bytes: string", "Encodes a value (raises on a wrong value)." },
+      { "decode(codec: table, bytes: string, exact?: boolean) -> value: any, err: string?", "Decodes; nil, err when truncated, over a limit, or (exact) with bytes left over." },
+      { "array(codec: table) -> codec: table", "uint count then the items (at most MAX_ARRAY)." },
+      { "frame(codec: table) -> codec: table", "uint byte length then the value, which must fit in it." },
+      { "fixed(n: integer) -> codec: table", "Exactly n bytes." },
+      { "writer() -> w: ludx.compact.Writer", "A writer (reusable after finish)." },
+      { "reader(s: string, i?: integer, j?: integer) -> r: ludx.compact.Reader", "A reader over s[i..j]." },
+      { "ip4_bytes(host: string) -> bytes: string?", "The 4 bytes of a dotted IPv4 address, or nil." },
+    },
+    classes = {
+      { name = "ludx.compact.Writer", doc = "Collects bytes.", methods = {
+          { ":uint(n: integer) -> w: ludx.compact.Writer", "A varint (also uint8, uint16, uint32, fixed32, fixed64, ipv4, ipv6)." },
+          { ":buffer(s?: string) -> w: ludx.compact.Writer", "Length and bytes (also string)." },
+          { ":raw(s: string) -> w: ludx.compact.Writer", "Bytes as they are." },
+          { ":finish() -> bytes: string", "The bytes; the writer is empty again." },
+        } },
+      { name = "ludx.compact.Reader", doc = "Walks a string; r.err is set by the first read that does not fit.", fields = { { "err", "string?" } }, methods = {
+          { ":uint() -> n: integer", "A varint, 0 on error (also uint8, uint16, uint32, fixed32, fixed64, ipv4, ipv6, count)." },
+          { ":buffer() -> s: string", "Length and bytes, \"\" on error (also string)." },
+          { ":rest() -> s: string", "The rest of the input." },
+          { ":remaining() -> n: integer", "Bytes left." },
+          { ":done() -> yes: boolean", "True at the end." },
+        } },
+    },
   },
 
   {
@@ -388,6 +536,7 @@ c:write("ping") print(s:read())   --> ping]],
       { "listen(host: string, port: integer, opts?: table) -> server: ludx.tcp.Server?, err: string?, code: string?", "Listens (port 0 picks one). opts.backlog." },
       { "listen_unix(path: string, opts?: table) -> server: ludx.tcp.Server?, err: string?, code: string?", "Listens on a Unix socket at path, made with mode 0600 and removed when the server closes. opts.backlog." },
       { "connect_unix(path: string, timeout?: number) -> conn: ludx.tcp.Conn?, err: string?, code: string?", "Connects to a Unix socket; the connection has the same API." },
+      { "stdio(fd: integer) -> conn: ludx.tcp.Conn|false|nil, err: string?, code: string?", "Standard input (fd 0) or output (fd 1) as a connection with the same API when it is a pipe, a socket or a terminal (reads stop while 1 MiB waits unread, writes wait above 1 MiB queued; finish() flushes, then fails with ENOTSOCK on a pipe); false for a regular file or a device, which io.stdin/io.stdout read and write directly." },
     },
     classes = {
       { name = "ludx.tcp.Conn", doc = "A TCP connection.", methods = {

@@ -11,9 +11,11 @@
 // lines.
 #include "lineedit.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -626,6 +628,55 @@ on_tty_alloc (uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   buf->len = sizeof(le.rbuf);
 }
 
+// Keys typed after an accepted line wait for the next prompt, but a Ctrl-C
+// among them was meant for the line that now runs (typed while ISIG was
+// still off): it interrupts, and what was typed before it is dropped, as a
+// terminal with ISIG flushes its input on ^C.
+static void
+type_ahead (const char *s, size_t n) {
+  const char *c = NULL;
+  for (size_t k = n; k > 0; k--) {
+    if (s[k - 1] == 3) {
+      c = s + k - 1;
+      break;
+    }
+  }
+  if (c != NULL) {
+    le.ahead_len = 0;
+    n -= (size_t) (c + 1 - s);
+    s = c + 1;
+    ludx_rt_post(le.rt, LUDX_EV_INTERRUPT, 0, SIGINT, 0);
+  }
+  if (n == 0)
+    return;
+  char *a = realloc(le.ahead, le.ahead_len + n);
+  if (a == NULL)
+    return;
+  memcpy(a + le.ahead_len, s, n);
+  le.ahead = a;
+  le.ahead_len += n;
+}
+
+// Once ISIG is on again, the keys that reached the terminal before it (read
+// by nobody yet) are taken into the type-ahead, so a Ctrl-C among them still
+// interrupts; later ones are signals.
+static void
+drain_typed (void) {
+  uv_os_fd_t fd;
+  if (!le.tty || uv_fileno((uv_handle_t *) &le.in, &fd) != 0)
+    return;
+  char b[4096];
+  for (;;) {
+    int avail = 0;
+    if (ioctl(fd, FIONREAD, &avail) != 0 || avail <= 0)
+      return;
+    ssize_t got = read(fd, b, (size_t) avail < sizeof(b) ? (size_t) avail : sizeof(b));
+    if (got <= 0)
+      return;
+    type_ahead(b, (size_t) got);
+  }
+}
+
 static void
 feed (const char *data, size_t n) {
   size_t i = 0;
@@ -645,14 +696,10 @@ feed (const char *data, size_t n) {
     on_key(c);
   }
   // what was typed after an accepted line waits for the next prompt
-  if (i < n) {
-    char *a = realloc(le.ahead, le.ahead_len + (n - i));
-    if (a == NULL)
-      return;
-    memcpy(a + le.ahead_len, data + i, n - i);
-    le.ahead = a;
-    le.ahead_len += n - i;
-  }
+  if (i < n)
+    type_ahead(data + i, n - i);
+  if (!le.editing && le.active)
+    drain_typed();
 }
 
 static void
@@ -968,10 +1015,10 @@ ludx_line_write (const char *s, size_t n) {
   }
 }
 
-void
+int
 ludx_line_cancel (void) {
   if (!le.editing)
-    return;
+    return 0;
   // the line is dropped, and the REPL is told: it may hold earlier lines
   // of an incomplete chunk
   outs("^C\n");
@@ -981,6 +1028,7 @@ ludx_line_cancel (void) {
   queue_line("", 0);
   le.tail->cancel = 1;
   stop_editing();
+  return 1;
 }
 
 void

@@ -34,8 +34,9 @@ void
 ludx_line_write (const char *s, size_t n);
 
 // Ctrl-C at the prompt: drops the line being typed; line_take then reports
-// the cancel, and the next prompt starts afresh.
-void
+// the cancel, and the next prompt starts afresh. 0 when no prompt shows
+// (a line was taken and runs, or is about to).
+int
 ludx_line_cancel (void);
 
 void

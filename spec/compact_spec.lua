@@ -194,4 +194,34 @@ describe("compact", function()
       assert.is_true(v ~= nil or type(err) == "string")
     end
   end)
+  -- vectors printed by compact-encoding 2.x (spec/interop/node_modules)
+  it("matches compact-encoding byte for byte (the codecs protomux users need)", function()
+    local json = require "ludx.json"
+    local vectors = {
+      { compact.int, -3, "05" }, { compact.int, 1000, "fdd007" }, { compact.int8, -1, "01" },
+      { compact.int16, -300, "5702" }, { compact.int32, -70000, "df220200" },
+      { compact.float64, 1.5, "000000000000f83f" }, { compact.float32, -2.25, "000010c0" },
+      { compact.bool, true, "01" }, { compact.bool, false, "00" }, { compact.uint24, 0x123456, "563412" },
+      { compact.uint64, 2 ^ 40 + 5, "0500000000010000" }, { compact.int64, -(2 ^ 40), "ffffffffff010000" },
+      { compact.optional_buffer, nil, "00" }, { compact.optional_buffer, "ab", "026162" },
+      { compact.fixed8, unhex("0102030405060708"), "0102030405060708" },
+      { compact.string, "h\195\169llo", "0668c3a96c6c6f" }, { compact.frame(compact.string), "hi", "03026869" },
+      { compact.array(compact.uint), { 1, 300 }, "0201fd2c01" },
+    }
+    for _, v in ipairs(vectors) do
+      local bytes = compact.encode(v[1], v[2])
+      assert.are.equal(v[3], hex(bytes))
+      assert.are.same(v[2], compact.decode(v[1], bytes, true))
+    end
+    assert.are.equal("077b2261223a317d", hex(compact.encode(compact.json, { a = 1 })))
+    assert.are.same({ a = 1 }, compact.decode(compact.json, unhex("077b2261223a317d")))
+    assert.are.equal("085b312c2278225d0a", hex(compact.encode(compact.ndjson, json.array({ 1, "x" }))))
+    assert.is_false(compact.decode(compact.bool, "\2")) -- only 1 is true
+    assert.is_nil(compact.decode(compact.uint64, "\0\0\0\0\0\0\32\0")) -- past 2^53 - 1
+    assert.is_nil(compact.decode(compact.json, "\3{a:")) -- truncated / not JSON
+    assert.is_nil(compact.decode(compact.frame(compact.uint32), "\2\1\2")) -- value longer than its frame
+    assert.is_nil(compact.decode(compact.float64, "\1\2"))
+    assert.has_error(function() compact.encode(compact.int, 0.5) end)
+    assert.has_error(function() compact.encode(compact.fixed8, "short") end)
+  end)
 end)

@@ -212,6 +212,39 @@ describe("udx streams", function()
     b:close()
   end))
 
+  it("a large write is queued in pieces as the queue drains; a timeout still takes it all", run(function()
+    local s1, s2, a, b = pair()
+    local big = make_data(8 * 1024 * 1024, 3)
+    local writer = ludx.spawn("big", function() return s1:write(big) end)
+    ludx.sleep(50)
+    assert.are.equal("write drain", writer.waiting)
+    -- the queue holds about the high-water mark plus a piece, not the 8 MB
+    assert.is_true(s1:stats().write_queued < 2 * 1024 * 1024)
+    local got = {}
+    local n = 0
+    while n < #big do
+      local chunk = assert(s2:read(nil, 10000))
+      got[#got + 1] = chunk
+      n = n + #chunk
+    end
+    assert.is_true(writer:join(10000))
+    assert.is_true(table.concat(got) == big)
+    -- nobody reads: the write times out, yet every byte is queued
+    assert.are.same({ nil, "timed out", "ETIMEDOUT" }, { s1:write(big, 50) })
+    got, n = {}, 0
+    while n < #big do
+      local chunk = assert(s2:read(nil, 10000))
+      got[#got + 1] = chunk
+      n = n + #chunk
+    end
+    assert.is_true(table.concat(got) == big)
+    assert(s1:flush(10000))
+    s1:close()
+    s2:close()
+    a:close()
+    b:close()
+  end))
+
   it("close sends DESTROY: the remote sees ECONNRESET", run(function()
     local s1, s2, a, b = pair()
     assert(s1:write("hello"))

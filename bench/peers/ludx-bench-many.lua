@@ -88,28 +88,52 @@ local function main(argv)
     if tail > 0 then h:update(buf:sub(1, tail)) end
     local one = h:hex()
     emit({ event = "start", t = t0 })
-    local tasks = {}
+    local tasks, done_at = {}, {}
     for i, s in ipairs(streams) do
       tasks[i] = ludx.spawn("send " .. i, function()
         for _ = 1, full do assert(s:write(buf)) end
         if tail > 0 then assert(s:write(buf:sub(1, tail))) end
         assert(s:flush(o.timeoutMs))
+        done_at[i] = core.wallclock()
       end)
     end
+    -- every 10 ms, the smoothed RTT of each stream with packets in flight:
+    -- the median of these is the RTT the streams saw together
+    local rtts, sampling = {}, true
+    local sampler = ludx.spawn("rtt samples", function()
+      while sampling do
+        ludx.sleep(10)
+        for _, s in ipairs(streams) do
+          local st = s:stats()
+          if st.inflight > 0 and st.rtt_ms > 0 then rtts[#rtts + 1] = st.rtt_ms end
+        end
+      end
+    end)
     for _, t in ipairs(tasks) do
       local ok, msg = t:join()
       if ok == nil and msg then err = msg end
     end
+    sampling = false
+    sampler:join()
     local t1 = core.wallclock()
+    -- Jain's fairness index of the streams' rates (bytes / time to flush)
+    local sum, sum2 = 0, 0
+    for i = 1, n do
+      local x = per / math.max(1e-3, (done_at[i] or t1) - t0)
+      sum, sum2 = sum + x, sum2 + x * x
+    end
+    table.sort(rtts)
     local u1, s1 = cpu_ms()
     for _, s in ipairs(streams) do s:finish(o.timeoutMs) end
     for _, s in ipairs(streams) do while s:read(nil, o.timeoutMs) do end end
     local hashes = {}
     for i = 1, n do hashes[i] = one end
-    result = { bytes = per * n, hash = combine(hashes), t_start = t0, t_end = t1, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }
+    result = { bytes = per * n, hash = combine(hashes), t_start = t0, t_end = t1, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
+      jain = sum2 > 0 and sum * sum / (n * sum2) or json.null, rttMedianMs = rtts[math.floor((#rtts + 1) / 2)] or json.null }
   else
-    local first
+    local first, t25, t75
     local bytes = 0
+    local total = per * n
     local kept = {}
     local tasks = {}
     for i, s in ipairs(streams) do
@@ -126,6 +150,10 @@ local function main(argv)
             emit({ event = "start", t = first })
           end
           bytes = bytes + #chunk
+          -- when a quarter and three quarters had arrived: the rate between
+          -- is the steady state's, without the start and the end
+          if not t25 and bytes >= total / 4 then t25 = core.wallclock() end
+          if not t75 and bytes >= total * 3 / 4 then t75 = core.wallclock() end
           if o.hash ~= "off" then kept[i][#kept[i] + 1] = chunk end
         end
       end)
@@ -144,7 +172,8 @@ local function main(argv)
       hashes[i] = h:hex()
     end
     result = { bytes = bytes, hash = o.hash ~= "off" and combine(hashes) or json.null, t_start = first or t0, t_end = t1,
-      cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }
+      cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
+      steadyBytesPerS = (t25 and t75 and t75 > t25) and (total / 2) / ((t75 - t25) / 1000) or json.null }
   end
   local retransmits, rtos = 0, 0
   for _, s in ipairs(streams) do

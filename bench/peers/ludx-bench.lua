@@ -15,6 +15,7 @@ local DEFAULTS = {
   role = "send", bytes = 200 * 1024 * 1024, chunk = 65536, seed = 1, secret = false, keySeed = "",
   hash = "inline", id = 0, remoteId = 0, host = "127.0.0.1", port = 0, remoteHost = "127.0.0.1",
   remotePort = 0, timeoutMs = 120000, watchStdin = true, trace = 0, traceFile = "", ackPolicy = "",
+  resumeRate = 0, resumeRttMs = 0, -- careful resume from an earlier transfer (bytes/s, ms)
 }
 
 local function emit(obj)
@@ -64,7 +65,7 @@ local function raw_stats(s)
     mtu = st.mtu, rtt = st.rtt_ms, cwnd = st.cwnd, rtoCount = st.rto_count, retransmits = st.retransmits,
     fastRecoveries = st.fast_recoveries, packetsTransmitted = st.packets_sent, packetsReceived = st.packets_received,
     bytesTransmitted = st.bytes_sent, bytesReceived = st.bytes_received, bbrState = st.bbr_state,
-    pacingRate = st.pacing_rate, minRtt = st.min_rtt_ms,
+    pacingRate = st.pacing_rate, minRtt = st.min_rtt_ms, bbrBw = st.bbr_bw,
   }
 end
 
@@ -206,6 +207,7 @@ local function main(argv)
   emit({ event = "ready", host = host, port = port, id = id })
   local remote = connected:get()
   assert(raw:connect(sock, remote_id, remote.port, remote.host or o.remoteHost))
+  if sender and o.resumeRate > 0 then assert(raw:set_resume(o.resumeRate, o.resumeRttMs)) end
   emit({ event = "connect", remoteId = remote_id, remotePort = remote.port })
   if sender then raw:trace(o.trace > 0 and o.trace or 10) end
   local stream = raw

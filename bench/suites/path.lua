@@ -16,6 +16,37 @@ local function path_case(name, description, path, bytes, quick_bytes)
   })
 end
 
+-- The same peer twice over 100 Mbit/s, 40 ms: the first contact starts as
+-- any stranger; the second starts from the rate and min RTT the first
+-- measured (careful resume: a jump to half of it once the first RTT
+-- matches). The sample is the second transfer's; first_goodput_pct is the
+-- first contact's in the same run.
+local function resumed_case()
+  local spec = {
+    name = "100M-40ms-0-resumed",
+    description = "100 Mbit/s, 40 ms RTT, 1000-packet queue, {size}, no loss, a second transfer to the same peer (careful resume)",
+    bytes = 50 * MB, quick_bytes = 5 * MB, chunk = 65536,
+    path = { rate = 100e6, delay_ms = 20, queue = 1000, seed = 1 },
+    systems = { "ludx -> ludx" }, baseline = "ludx -> ludx",
+    timeout = 600000,
+  }
+  local case = transfer.case(spec)
+  local run = case.run
+  function case.run(ctx, system)
+    spec.sender_opts = nil
+    local first = run(ctx, system)
+    if not first.ok then return first end
+    local st = first.sender or {}
+    if not (tonumber(st.bbrBw) and tonumber(st.minRtt)) then return { ok = false, error = "the sender reported no bbrBw/minRtt" } end
+    spec.sender_opts = { resumeRate = st.bbrBw, resumeRttMs = st.minRtt }
+    local second = run(ctx, system)
+    spec.sender_opts = nil
+    if second.ok and first.extra then second.extra.first_goodput_pct = first.extra.goodput_pct end
+    return second
+  end
+  return case
+end
+
 return {
   name = "path",
   cases = {
@@ -27,5 +58,6 @@ return {
       { rate = 100e6, delay_ms = 20, queue = 1000, loss = 0.05, seed = 3 }, 50 * MB, 5 * MB),
     path_case("20M-100ms", "20 Mbit/s, 100 ms RTT, 1000-packet queue, {size}",
       { rate = 20e6, delay_ms = 50, queue = 1000, seed = 4 }, 20 * MB, 2 * MB),
+    resumed_case(),
   },
 }

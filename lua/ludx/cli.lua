@@ -21,6 +21,7 @@ commands:
   bench       scripted benchmark suites (ludx bench --help)
   share       share a file or directory by key
   fetch       download what a key shares
+  beam        an encrypted pipe keyed by a passphrase (hyperbeam's)
   keygen      make a key pair
   dht         DHT tools: lookup, announce, testnet
   attach      a REPL into a running ludx process (ludx attach --help)

@@ -433,6 +433,183 @@ end
 M.ipv4Array = M.array(M.ipv4Address)
 M.ipv6Array = M.array(M.ipv6Address)
 
+---------------------------------------------------------------------------
+-- More codecs of compact-encoding 2.x/3.x, byte for byte. A decoder that
+-- does not fit sets r.err (as every read does); an encoder given a wrong
+-- value raises.
+
+M.utf8 = M.string
+
+--- One byte: 1 for true, 0 for false; any other byte decodes as false.
+M.bool = {
+  encode = function(w, v) return w:uint8(v and 1 or 0) end,
+  decode = function(r) return r:uint8() == 1 end,
+}
+
+--- Encodes nothing, decodes nil.
+M.none = { encode = function() end, decode = function() return nil end }
+
+--- A buffer that may be nil: nil (or "") is one 0 byte and decodes as nil.
+M.optional_buffer = {
+  encode = function(w, v) return w:buffer(v) end,
+  decode = function(r)
+    local b = r:buffer()
+    if b == "" then return nil end
+    return b
+  end,
+}
+M.optionalBuffer = M.optional_buffer
+
+--- Exactly n raw bytes.
+function M.fixed(n)
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then
+    error("bad argument 'n' to 'fixed' (non-negative integer expected, got " .. tostring(n) .. ")", 2)
+  end
+  return {
+    encode = function(w, v) return w:fixed(v, n) end,
+    decode = function(r) return r:fixed(n) end,
+  }
+end
+M.fixed8 = M.fixed(8)
+M.fixed16 = M.fixed(16)
+M.fixed24 = M.fixed(24)
+
+--- Three bytes, little-endian.
+M.uint24 = {
+  encode = function(w, n)
+    if type(n) ~= "number" or n < 0 or n > 0xFFFFFF or n % 1 ~= 0 then bad_uint(n, "uint24") end
+    w:put(char(n % 256, floor(n / 256) % 256, floor(n / 0x10000) % 256))
+  end,
+  decode = function(r)
+    local lo = r:uint16()
+    return lo + r:uint8() * 0x10000
+  end,
+}
+
+--- Eight bytes, little-endian (up to 2^53 exactly, as compact-encoding).
+M.uint64 = {
+  encode = function(w, n)
+    if type(n) ~= "number" or n < 0 or n % 1 ~= 0 or n > 2 ^ 53 - 1 then bad_uint(n, "uint64") end
+    w:put(u32(n % 0x100000000) .. u32(floor(n / 0x100000000)))
+  end,
+  decode = function(r)
+    local lo = r:uint32()
+    local v = lo + r:uint32() * 0x100000000
+    if v > 2 ^ 53 - 1 then
+      r:fail("uint64 out of the safe integer range")
+      return 0
+    end
+    return v
+  end,
+}
+
+-- ZigZag over an unsigned codec: 0, -1, 1, -2, 2 ... map to 0, 1, 2, 3, 4.
+local function zigzag(u, name)
+  local ue, ud = u.encode, u.decode
+  return {
+    encode = function(w, n)
+      if type(n) ~= "number" or n % 1 ~= 0 or n > 2 ^ 52 - 1 or n < -2 ^ 52 then
+        error("compact: " .. name .. " expects an integer within +-2^52, got " .. tostring(n), 2)
+      end
+      return ue(w, n < 0 and -2 * n - 1 or 2 * n)
+    end,
+    decode = function(r)
+      local v = ud(r)
+      if v % 2 == 0 then return v / 2 end
+      return -(v + 1) / 2
+    end,
+  }
+end
+M.int = zigzag(M.uint, "int")
+M.int8 = zigzag(M.uint8, "int8")
+M.int16 = zigzag(M.uint16, "int16")
+M.int24 = zigzag(M.uint24, "int24")
+M.int32 = zigzag(M.uint32, "int32")
+M.int64 = zigzag(M.uint64, "int64")
+
+local ffi = require "ffi"
+local f64 = ffi.new("double[1]")
+local f32 = ffi.new("float[1]")
+-- LuaJIT runs on little-endian hosts here (x86-64, arm64); the bytes are
+-- the IEEE 754 ones in memory order.
+assert(ffi.abi("le"), "compact: float codecs assume a little-endian host")
+
+--- IEEE 754 double, little-endian.
+M.float64 = {
+  encode = function(w, n)
+    if type(n) ~= "number" then error("compact: float64 expects a number, got " .. type(n), 2) end
+    f64[0] = n
+    w:put(ffi.string(f64, 8))
+  end,
+  decode = function(r)
+    local s = r:fixed(8)
+    if r.err then return 0 end
+    ffi.copy(f64, s, 8)
+    return f64[0]
+  end,
+}
+
+--- IEEE 754 single, little-endian.
+M.float32 = {
+  encode = function(w, n)
+    if type(n) ~= "number" then error("compact: float32 expects a number, got " .. type(n), 2) end
+    f32[0] = n
+    w:put(ffi.string(f32, 4))
+  end,
+  decode = function(r)
+    local s = r:fixed(4)
+    if r.err then return 0 end
+    ffi.copy(f32, s, 4)
+    return f32[0]
+  end,
+}
+
+--- A length-prefixed codec: uint byte length, then the value (compact
+-- frame(codec)); the value must use exactly its frame.
+function M.frame(codec)
+  local dec = codec.decode
+  return {
+    encode = function(w, v) return w:buffer(M.encode(codec, v)) end,
+    decode = function(r)
+      local len = r:uint()
+      if r.err then return nil end
+      if len > r.e - r.i + 1 then
+        r:fail()
+        return nil
+      end
+      local sub_r = M.reader(r.s, r.i, r.i + len - 1)
+      local v = dec(sub_r)
+      r.i = r.i + len
+      if sub_r.err then r:fail(sub_r.err) end
+      return v
+    end,
+  }
+end
+
+local json -- ludx.json, loaded on first use
+
+local function json_codec(suffix)
+  return {
+    encode = function(w, v)
+      json = json or require "ludx.json"
+      return w:string(json.encode(v) .. suffix)
+    end,
+    decode = function(r)
+      json = json or require "ludx.json"
+      local s = r:string()
+      if r.err then return nil end
+      local v, err = json.decode(s)
+      if v == nil and err then r:fail("bad JSON: " .. tostring(err)) end
+      return v
+    end,
+  }
+end
+
+--- A string of JSON (ludx.json: null decodes as json.null).
+M.json = json_codec("")
+--- The same with a newline after the JSON text.
+M.ndjson = json_codec("\n")
+
 local shared = M.writer()
 
 --- Encodes v with codec into a string.

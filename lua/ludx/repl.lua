@@ -286,6 +286,8 @@ function Session:prompt()
 end
 
 --- Ctrl-C: stops the running line, or drops the chunk being continued.
+-- (A Ctrl-C for a line taken but not started yet sets session.pending
+-- instead: feed then drops that line.)
 function Session:interrupt()
   if self.running and self.running.state ~= "dead" then
     self.running:cancel("interrupted")
@@ -299,6 +301,13 @@ end
 -- it). Returns the source it ran (for the history) or nil.
 function Session:feed(line)
   local src = self.buffer == "" and line or (self.buffer .. "\n" .. line)
+  if self.pending then
+    -- Ctrl-C came after the line was entered, before it ran
+    self.pending = false
+    self.buffer = ""
+    self.write("interrupted\n")
+    return src
+  end
   if src:match("^%s*$") then
     self.buffer = ""
     return nil
@@ -363,8 +372,13 @@ function M.loop(opts)
   _G.print = function(...) session:print(...) end
 
   core.interrupts(true)
+  -- Ctrl-C's hook stops a busy task, never this one (it reports the interrupt)
+  local me = coroutine.running()
+  core.interrupt_spare(me)
   ludx.on_interrupt(function()
-    if not session:interrupt() then core.line_cancel() end
+    if session:interrupt() then return end
+    -- no prompt shows and no line runs: one was entered and is about to run
+    if not core.line_cancel() and tty then session.pending = true end
   end)
 
   if tty then
@@ -373,7 +387,10 @@ function M.loop(opts)
   end
 
   while true do
-    if tty then core.line_prompt(session:prompt()) end
+    if tty then
+      session.pending = false -- a Ctrl-C from before this prompt
+      core.line_prompt(session:prompt())
+    end
     local line = core.line_take()
     while line == false do
       lines:wait("input", nil, "repl")
@@ -396,6 +413,7 @@ function M.loop(opts)
   end
 
   core.interrupts(false)
+  core.interrupt_spare(me, false)
   ludx.on_interrupt(nil)
   core.line_stop()
   _G.print = saved_print
@@ -461,6 +479,7 @@ local function serve_client(conn, opts, srv)
   send({ t = "prompt", s = session:prompt() })
   -- lines wait here while one runs; past the cap the reader stops reading
   local lines = ludx.queue(M.SERVE_MAX_QUEUED)
+  local unrun = 0 -- lines received whose run has not ended
   -- the reader: lines to the runner, interrupts and completions at once
   local reader = ludx.spawn("repl attach reader", function()
     local buf = ""
@@ -476,9 +495,16 @@ local function serve_client(conn, opts, srv)
         local ok, m = pcall(json.decode, raw)
         if ok and type(m) == "table" then
           if m.t == "line" and type(m.s) == "string" then
+            unrun = unrun + 1
             lines:put(m.s)
           elseif m.t == "interrupt" then
-            session:interrupt()
+            -- a line sent just before may not have started yet: it is the
+            -- one to stop
+            if session.running == nil and unrun > 0 then
+              session.pending = true
+            else
+              session:interrupt()
+            end
           elseif m.t == "complete" and type(m.s) == "string" then
             local cok, start, list = pcall(M.complete, m.s, session.env)
             if not cok then start, list = 0, {} end
@@ -499,6 +525,7 @@ local function serve_client(conn, opts, srv)
     local line = lines:get()
     if not line then break end
     session:feed(line)
+    unrun = unrun - 1
     if not send({ t = "prompt", s = session:prompt() }) then break end
   end
   session:interrupt()
@@ -560,9 +587,19 @@ function M.attach(path)
   end
   local prompts = ludx.queue()
   local gone = false
+  -- one writer keeps messages in order; Ctrl-C's handler (on the scheduler,
+  -- not a task) only queues
+  local outbox = ludx.queue()
   local function send(obj)
-    return conn:write(json.encode(obj) .. "\n")
+    outbox:put(json.encode(obj) .. "\n")
   end
+  local writer = ludx.spawn("attach writer", function()
+    while true do
+      local out = outbox:get()
+      if not out or not conn:write(out) then break end
+    end
+  end)
+  writer.quiet = true
   local reader = ludx.spawn("attach reader", function()
     local buf = ""
     while true do
@@ -592,15 +629,24 @@ function M.attach(path)
   end)
   reader.quiet = true
   core.interrupts(true)
+  -- nothing runs here for Ctrl-C's hook to stop: these tasks report it
+  local me = coroutine.running()
+  for _, co in ipairs({ me, reader.co, writer.co }) do core.interrupt_spare(co) end
   local waiting = false -- a line runs over there
+  local pending -- Ctrl-C for the line entered but not sent yet
   ludx.on_interrupt(function()
-    if waiting then send({ t = "interrupt" }) else core.line_cancel() end
+    if waiting then
+      send({ t = "interrupt" })
+    elseif not core.line_cancel() and tty then
+      pending = true
+    end
   end)
   while true do
     waiting = true
     local p = prompts:get()
     waiting = false
     if not p then break end
+    pending = false
     if tty then core.line_prompt(p) end
     local line = core.line_take()
     while line == false and not gone do
@@ -616,15 +662,19 @@ function M.attach(path)
       send({ t = "line", s = "" })
     else
       if line ~= "" then core.line_history(line) end
+      waiting = true
       send({ t = "line", s = line })
+      if pending then send({ t = "interrupt" }) end
     end
   end
   core.interrupts(false)
+  for _, co in ipairs({ me, reader.co, writer.co }) do core.interrupt_spare(co, false) end
   ludx.on_interrupt(nil)
   core.line_stop()
   ludx.unref(ref)
   conn:close()
   reader:cancel()
+  writer:cancel() -- nothing it holds matters once we leave (Ctrl-D sends nothing)
   if gone then io.stdout:write("\nludx: the process closed the connection\n") end
   return true
 end

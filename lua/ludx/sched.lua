@@ -442,7 +442,8 @@ function M.on_interrupt(fn)
 end
 
 dispatch.on_event(core.EV.INTERRUPT, function()
-  core.interrupt_clear()
+  -- when Ctrl-C's hook already stopped a busy task, that was its effect
+  if core.interrupt_clear() then return end
   if interrupt_handler then interrupt_handler() end
 end)
 

@@ -17,8 +17,10 @@
 --     keepalive = ms,                -- send an empty message after ms without writes
 --     handshake_timeout = 10000,     -- ms; ETIMEDOUT when the Noise handshake takes longer
 --     handshake = {tx=, rx=, hash=, public_key=, remote_public_key=},  -- external (hyperdht)
+--     messages = true,               -- keep frame boundaries from the start (see recv_message)
 --   })
 --   ss:ready([timeout]) ss:read([max][, timeout]) ss:write(data[, timeout])
+--   ss:recv_message([timeout]) ss:send_message(data[, timeout])
 --   ss:wait_header([timeout]) ss:finish([timeout]) ss:close() ss:stats()
 --   ss.public_key, ss.remote_public_key, ss.handshake_hash (once ready)
 --
@@ -30,6 +32,13 @@
 -- authenticate: bit flip, replay, reorder), EFRAME (bad length, truncated at
 -- EOF), EHEADER / ESTREAMID (bad id/header frame), ETIMEDOUT (handshake
 -- timeout), or the raw stream's own code (ECONNRESET, ...).
+--
+-- Message boundaries: until the first read() or recv_message(), the reader
+-- task keeps one decrypted frame per buffered entry; the first read() turns
+-- the stream to bytes (frames are joined, the fast path), the first
+-- recv_message() (or opts.messages) to messages (one frame per call; empty
+-- frames are keep-alives and never delivered). read() still works on a
+-- message stream; recv_message() on a byte stream is an EINVAL error.
 --
 -- A reader task pumps raw bytes into the framer while the stream is open,
 -- and a keep-alive task runs when keepalive is set: close() (or a failure)
@@ -50,6 +59,10 @@ local READ_HIGHWATER = 4 * 1024 * 1024
 -- Writes made before the handshake completes are queued up to this many
 -- bytes; past it, write waits for the handshake.
 local PENDING_LIMIT = 1024 * 1024
+
+-- What one buffered entry costs besides its bytes, in the read high-water
+-- count (a flood of tiny frames in message mode is bounded like bytes).
+local ENTRY_COST = 64
 
 local Stream = {}
 Stream.__index = Stream
@@ -271,6 +284,10 @@ local function check_header(self)
   end
 end
 
+local function over_highwater(self)
+  return self.rbytes + (self.rtail - self.rhead + 1) * ENTRY_COST >= READ_HIGHWATER
+end
+
 local function push_plain(self, data)
   self.rtail = self.rtail + 1
   self.rbuf[self.rtail] = data
@@ -298,11 +315,11 @@ end
 local function pump_udx(self)
   local raw, framer, h = self.raw, self.framer, self.raw:handle()
   while true do
-    while self.rbytes >= READ_HIGHWATER and not (self.err or self.closed) do
+    while over_highwater(self) and not (self.err or self.closed) do
       self.pump_waiters:wait("secretstream reader backpressure")
     end
     if self.err or self.closed then return end
-    local data, used, code = framer:feed_udx(h)
+    local data, used, code = framer:feed_udx(h, nil, self.mode ~= "bytes")
     if not self.header_in and data ~= nil then check_header(self) end
     if data == false then
       raw:wait_readable()
@@ -323,7 +340,7 @@ local function pump(self)
   while true do
     -- keys in place and nothing held back: the rest goes the C way
     if self.fused and self.keyed then return pump_udx(self) end
-    while self.rbytes >= READ_HIGHWATER and not (self.err or self.closed) do
+    while over_highwater(self) and not (self.err or self.closed) do
       self.pump_waiters:wait("secretstream reader backpressure")
     end
     if self.err or self.closed then return end
@@ -334,16 +351,22 @@ local function pump(self)
       return on_eof(self)
     end
     self.raw_bytes_in = self.raw_bytes_in + #chunk
-    local data, hmsg, hcode = framer:feed(chunk)
+    -- one frame per call while boundaries are kept (held bytes are
+    -- drained with feed("") before the next raw read)
+    local one = self.mode ~= "bytes"
+    local data, hmsg, hcode = framer:feed(chunk, one)
     while true do
       if data == nil then return fail(self, hmsg, hcode) end
       if not self.header_in and self.keyed then check_header(self) end
       if #data > 0 then push_plain(self, data) end
-      if hmsg == nil then break end
-      local ok, m, c = on_handshake_message(self, hmsg)
-      if not ok then return fail(self, m, c) end
-      if self.err or self.closed then return end
-      data, hmsg, hcode = framer:feed("")
+      if hmsg ~= nil then
+        local ok, m, c = on_handshake_message(self, hmsg)
+        if not ok then return fail(self, m, c) end
+        if self.err or self.closed then return end
+      elseif not (one and #data > 0) then
+        break
+      end
+      data, hmsg, hcode = framer:feed("", one)
     end
   end
 end
@@ -427,6 +450,7 @@ function M.wrap(raw, opts)
     -- over a udx stream, data frames are encrypted and decrypted on the C
     -- side of the stream (framer:encrypt_udx / feed_udx)
     fused = raw.udx_stream == true,
+    mode = opts.messages and "messages" or nil, -- nil: not decided yet
   }, Stream)
 
   local first -- what goes on the wire before anything else
@@ -516,8 +540,19 @@ local function take(self, max)
     end
   end
   self.rbytes = self.rbytes - n
-  if self.rbytes < READ_HIGHWATER then self.pump_waiters:wake_all(true) end
+  if not over_highwater(self) then self.pump_waiters:wake_all(true) end
   return #out == 1 and out[1] or concat(out)
+end
+
+-- One buffered entry (one frame in message mode).
+local function take_one(self)
+  local c = self.rbuf[self.rhead]
+  self.rbuf[self.rhead] = nil
+  self.rhead = self.rhead + 1
+  self.rbytes = self.rbytes - #c
+  if self.rhead > self.rtail then self.rhead, self.rtail = 1, 0 end
+  if not over_highwater(self) then self.pump_waiters:wake_all(true) end
+  return c
 end
 
 --- All decrypted bytes available, up to max; nil at EOF; nil, msg, code.
@@ -527,6 +562,7 @@ function Stream:read(max, timeout)
   end
   ludx.check_timeout(timeout, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end
+  if not self.mode then self.mode = "bytes" end
   local deadline = deadline_of(timeout)
   self.reading = true
   local r
@@ -540,6 +576,37 @@ function Stream:read(max, timeout)
       r = pack(nil)
     else
       local ok, m, c = self.readers:wait("secretstream read", left(deadline), "read")
+      if ok == nil and c then r = pack(nil, m, c) end
+    end
+    if r then break end
+  end
+  self.reading = false
+  return unpack(r, 1, r.n)
+end
+
+--- The next message: the plaintext of one frame as the peer wrote it (one
+-- write or send_message there); nil at EOF; nil, msg, code. The stream
+-- keeps frame boundaries from now on (see the top of this file).
+function Stream:recv_message(timeout)
+  ludx.check_timeout(timeout, "recv_message")
+  if self.mode == "bytes" then
+    return nil, "the stream is read as bytes (read was called): message boundaries are gone", "EINVAL"
+  end
+  if self.reading then return nil, "busy reading", "EBUSY" end
+  self.mode = "messages"
+  local deadline = deadline_of(timeout)
+  self.reading = true
+  local r
+  while true do
+    local d, msg, code = dead(self)
+    if d == nil then
+      r = pack(nil, msg, code)
+    elseif self.rtail >= self.rhead then
+      r = pack(take_one(self))
+    elseif self.eof then
+      r = pack(nil)
+    else
+      local ok, m, c = self.readers:wait("secretstream recv_message", left(deadline), "recv_message")
       if ok == nil and c then r = pack(nil, m, c) end
     end
     if r then break end
@@ -671,6 +738,10 @@ function Stream:stats()
   s.raw_bytes_in = self.raw_bytes_in
   return s
 end
+
+-- A message is one frame: send_message is write (an empty message is a
+-- keep-alive and is not delivered).
+Stream.send_message = Stream.write
 
 -- destroy() is the immediate end of every object; a SecretStream's graceful
 -- end is finish(), so destroy() and close() are the same.

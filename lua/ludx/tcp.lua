@@ -231,10 +231,29 @@ function M.connect_unix(path, timeout)
   return connected(c, h, "unix connect", "connect_unix", timeout)
 end
 
+--- Standard input (fd 0) or output (fd 1) as a connection with the same
+-- read/write/close API, when it is a pipe, a socket or a terminal; false
+-- when it is a regular file (which io.stdin/io.stdout read and write
+-- without waiting on the network). Reads stop while 1 MiB waits unread;
+-- writes wait above 1 MiB queued.
+function M.stdio(fd)
+  if fd ~= 0 and fd ~= 1 then bad_arg("fd", "stdio", "0 or 1", tostring(fd)) end
+  local c = setmetatable({ stdio = fd }, Conn)
+  c.ref = ludx.ref(c)
+  local h, msg, code = core.stdio_open(fd, c.ref)
+  if not h then
+    ludx.unref(c.ref)
+    if h == false then return false end
+    return nil, msg, code
+  end
+  return new_conn(h, c)
+end
+
 -- One-line summaries for the REPL and logs.
 Conn.__tostring = function(c)
   local state = c.closed and "closed" or (c.shutdown_status and "finished" or "open")
   if c.unix then return string.format("<unix connection %s>", state) end
+  if c.stdio then return string.format("<%s %s>", c.stdio == 0 and "stdin" or "stdout", state) end
   local ok, lh, lp = pcall(c.address, c)
   local ok2, rh, rp = pcall(c.remote_address, c)
   return string.format("<tcp connection %s:%s -> %s:%s %s>", ok and tostring(lh) or "?", ok and tostring(lp) or "?",

@@ -120,6 +120,13 @@ ludx_ss_stats (const ludx_ss_t *ss);
 void
 ludx_ss_destroy (ludx_ss_t *ss);
 
+/* The cipher alone, for benchmarks: seals then opens `total` bytes in
+ * frames of `frame` bytes with libsodium's secretstream on this thread and
+ * returns the thread CPU seconds each side took. 0, LUDX_CRYPTO_ENOMEM or
+ * LUDX_CRYPTO_EDECRYPT. */
+int
+ludx_ss_cipher_rate (size_t frame, uint64_t total, double *push_s, double *pull_s);
+
 /* Unordered datagrams (secret-stream send/trySend): counter(8) ||
  * crypto_secretbox_easy(msg) with nonce = counter || 16 zero bytes; the
  * counter starts at a random value and is incremented before each send. */

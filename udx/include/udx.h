@@ -415,6 +415,15 @@ typedef void (*udx_stream_trace_cb)(udx_stream_t *stream, uint64_t now_us, const
 int
 udx_stream_set_trace (udx_stream_t *stream, uint32_t interval_ms, udx_stream_trace_cb cb);
 
+// Careful resume (draft-ietf-tsvwg-careful-resume): a delivery rate
+// (payload bytes/s, as stats.bbr_bw) and min RTT (us, as stats.min_rtt_us)
+// remembered from an earlier stream to the same peer over the same path.
+// Before the stream sends: its first RTT sample within [rtt/2, 2 rtt] lets
+// it jump to half that rate; a loss before the jump is acked retreats at
+// once. 0 for either clears it. UV_EBUSY once the stream has sent.
+int
+udx_stream_set_resume (udx_stream_t *stream, uint64_t rate, uint32_t rtt_us);
+
 // Fault injection for this stream's datagrams (NULL clears).
 int
 udx_stream_set_fault (udx_stream_t *stream, const udx_fault_t *fault);

@@ -243,6 +243,13 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   }
 
   uint32_t delivered = (uint32_t) (s->delivered - prior_delivered);
+  if (delivered > 0) {
+    uint32_t span16 = (delivered > 64 ? 64 : delivered) << 4;
+    s->ack_span16 = s->ack_span_samples ? (s->ack_span16 * 7 + span16) / 8 : span16;
+    if (s->ack_span_samples < UINT32_MAX)
+      s->ack_span_samples++;
+    udx__mtu_widen(s);
+  }
 
   if (ack_advanced)
     udx__release_acked_bytes(s);

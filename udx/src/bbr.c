@@ -444,8 +444,84 @@ bbr_update_gains (udx_stream_t *s) {
   }
 }
 
+// Careful resume (draft-ietf-tsvwg-careful-resume), on BBR. A stream
+// seeded with a remembered rate and RTT starts as any other (the initial
+// window: Reconnaissance). Its first RTT sample decides: outside [rtt/2,
+// 2 rtt] the path is not the one remembered and nothing changes; inside,
+// while still in Startup, it jumps to half the remembered rate, paced (the
+// bandwidth estimate is set so Startup's gain gives that rate) with the
+// window of half the remembered BDP. Startup then goes on from what the
+// jump delivers. The jump is validated once every packet sent through it
+// is acked; a loss (or RTO) before that is a safe retreat: the window
+// becomes half of what was delivered since the jump, the estimate what
+// this ACK measured, and Startup ends (no second ramp over a path that
+// just dropped packets).
+void
+udx__bbr_resume (udx_stream_t *s, uint64_t rate, uint32_t rtt_us) {
+  udx_bbr_t *b = &s->bbr;
+  if (rate == 0 || rtt_us == 0 || s->delivered > 0 || b->full_bw_reached) {
+    b->cr_phase = UDX_CR_NONE;
+    return;
+  }
+  double payload = (double) udx__max_payload(s);
+  b->cr_bw = (double) rate / (double) UDX_US_PER_S * (payload + UDX_HEADER_SIZE) / payload;
+  b->cr_rtt_us = rtt_us;
+  b->cr_phase = UDX_CR_RECON;
+}
+
+static void
+bbr_retreat (udx_stream_t *s, udx_rate_sample_t *rs) {
+  udx_bbr_t *b = &s->bbr;
+  uint64_t got = s->delivered - b->cr_start;
+  uint32_t cwnd = (uint32_t) udx__min_u64(got / 2, b->cr_jump);
+  s->cwnd = udx__max_u32(cwnd, bbr_cwnd_min_target);
+  b->prior_cwnd = s->cwnd; // leaving recovery must not restore the jump
+  double bw = 0;
+  if (rs && rs->delivered > 0 && rs->interval_us > 0)
+    bw = (double) rs->delivered_bytes / (double) rs->interval_us;
+  udx__winfilter_reset(&b->bw, b->rtt_count, bw);
+  s->pacing_rate = bbr_rate_bytes_per_s(s, bw > 0 ? bw / bbr_pkt_bytes(s) : (double) s->cwnd / udx__max_u32(b->cr_rtt_us, 1), 1.0);
+  if (!b->full_bw_reached)
+    bbr_startup_done(s, UDX_BBR_EXIT_LOSS);
+  b->cr_phase = UDX_CR_RETREATED;
+}
+
+static void
+bbr_careful_resume (udx_stream_t *s, udx_rate_sample_t *rs) {
+  udx_bbr_t *b = &s->bbr;
+  if (b->cr_phase == UDX_CR_RECON) {
+    if (rs->rtt_us < 0)
+      return;
+    uint64_t rtt = (uint64_t) rs->rtt_us;
+    if (b->full_bw_reached || rs->losses > 0 || rtt * 2 < b->cr_rtt_us || rtt > 2ull * b->cr_rtt_us) {
+      b->cr_phase = UDX_CR_SKIPPED;
+      return;
+    }
+    double jump_bw = b->cr_bw / 2;
+    double jump = jump_bw * (double) b->cr_rtt_us / bbr_pkt_bytes(s);
+    // at most 2^20 packets (1.4 GB in flight), whatever was remembered
+    b->cr_jump = jump > (double) (1u << 20) ? 1u << 20 : (uint32_t) jump;
+    udx__winfilter_reset(&b->bw, b->rtt_count, jump_bw / bbr_high_gain);
+    if (s->cwnd < b->cr_jump)
+      s->cwnd = b->cr_jump;
+    s->pacing_rate = bbr_rate_bytes_per_s(s, jump_bw / bbr_pkt_bytes(s), 1.0);
+    b->cr_start = s->delivered;
+    b->cr_mark = s->delivered + s->inflight + b->cr_jump;
+    b->cr_phase = UDX_CR_UNVALIDATED;
+    return;
+  }
+  if (b->cr_phase == UDX_CR_UNVALIDATED) {
+    if (rs->losses > 0)
+      bbr_retreat(s, rs);
+    else if (s->delivered >= b->cr_mark)
+      b->cr_phase = UDX_CR_VALIDATED;
+  }
+}
+
 void
 udx__bbr_main (udx_stream_t *s, udx_rate_sample_t *rs) {
+  if (s->bbr.cr_phase == UDX_CR_RECON || s->bbr.cr_phase == UDX_CR_UNVALIDATED)
+    bbr_careful_resume(s, rs);
   bbr_update_bw(s, rs);
   bbr_update_ack_aggregation(s, rs);
   if (s->bbr.state == UDX_BBR_STATE_PROBE_BW && bbr_is_next_cycle_phase(s, rs)) {
@@ -502,11 +578,14 @@ udx__bbr_init (udx_stream_t *s) {
   b->round_lost = 0;
   b->round_loss_events = 0;
   b->startup_exit = UDX_BBR_EXIT_NONE;
+  b->cr_phase = UDX_CR_NONE;
 }
 
 // BBR 4.2.4: an RTO is treated as a dummy loss sample; cwnd is not collapsed.
 void
 udx__bbr_on_rto (udx_stream_t *s) {
+  if (s->bbr.cr_phase == UDX_CR_UNVALIDATED)
+    bbr_retreat(s, NULL);
   s->bbr.prev_ca_state = UDX_CA_LOSS;
   s->bbr.full_bw = 0;
   s->bbr.round_start = true;

@@ -46,7 +46,28 @@ typedef struct udx_bbr_s {
   uint32_t round_lost;
   uint32_t round_loss_events;
   uint8_t startup_exit; // UDX_BBR_EXIT_*: why Startup ended
+  // Careful resume (bbr.c): a remembered capacity, used once validated
+  uint8_t cr_phase; // UDX_CR_*
+  uint32_t cr_rtt_us;
+  double cr_bw;      // datagram bytes/us remembered
+  uint64_t cr_mark;  // delivered count that validates the jump
+  uint64_t cr_start; // delivered count at the jump
+  uint32_t cr_jump;  // packets: the jump's window
 } udx_bbr_t;
+
+// Careful resume phases (draft-ietf-tsvwg-careful-resume).
+#define UDX_CR_NONE        0 // nothing remembered: an ordinary Startup
+#define UDX_CR_RECON       1 // remembered; waiting for the first RTT sample
+#define UDX_CR_UNVALIDATED 2 // jumped; the jump's packets are not acked yet
+#define UDX_CR_VALIDATED   3 // the jump's packets were acked without loss
+#define UDX_CR_RETREATED   4 // a loss during the jump: back to what was delivered
+#define UDX_CR_SKIPPED     5 // the RTT did not match (another path?), or too late
+
+// Seeds a stream that has not sent yet with a remembered delivery rate
+// (payload bytes/s, as stats.bbr_bw) and min RTT (us): it jumps to half of
+// that rate once its first RTT sample is within [rtt/2, 2 rtt].
+void
+udx__bbr_resume (udx_stream_t *s, uint64_t rate, uint32_t rtt_us);
 
 #define UDX_BBR_EXIT_NONE    0
 #define UDX_BBR_EXIT_PLATEAU 1 // bandwidth grew < 25% for 3 rounds (BBR)

@@ -225,6 +225,14 @@ udx_stream_set_keepalive (udx_stream_t *s, uint32_t ms) {
 }
 
 int
+udx_stream_set_resume (udx_stream_t *s, uint64_t rate, uint32_t rtt_us) {
+  if (s->delivered > 0 || s->snd_nxt != s->snd_una || s->bbr.full_bw_reached)
+    return UV_EBUSY;
+  udx__bbr_resume(s, rate, rtt_us);
+  return 0;
+}
+
+int
 udx_stream_set_timeout (udx_stream_t *s, uint32_t ms) {
   udx__stream_set_timeout(s, ms);
   return 0;

@@ -5,12 +5,14 @@
 // 32): 1200 -> 1424 -> 1500 in two round trips. The first lost jump falls
 // back to steps of 32 from the confirmed size (RFC 8899 5.3 leaves the
 // search to the sender). Stops at the link MTU (at most 1500) or after 3
-// lost probes in a row.
+// lost probes in a row. A peer that acks every packet (libudx) is searched
+// further, to a 2048-byte UDP payload, where the link allows it (loopback).
 
 #include "stream.h"
 
 void
 udx__mtu_reset (udx_stream_t *s, int link_mtu) {
+  s->mtu_link = link_mtu;
   s->mtu = UDX_MTU_BASE;
   s->mtu_state = UDX_MTU_STATE_BASE;
   s->mtu_probe_count = 0;
@@ -89,4 +91,30 @@ udx__mtu_on_probe_lost (udx_stream_t *s, udx_pkt_t *p) {
       s->mtu_probe_wanted = true;
     }
   }
+}
+
+bool
+udx__acks_each (const udx_stream_t *s) {
+  return s->ack_span_samples >= UDX_ACK_EACH_SAMPLES && s->ack_span16 < 2 * 16;
+}
+
+// A libudx receiver pays per datagram (a recvmsg, a callback, an ACK sent):
+// 2048-byte datagrams carry 40% more per packet than 1500-byte ones. It reads
+// each into a 2048-byte buffer, so that is the ceiling; a peer that coalesces
+// ACKs may read into less and keeps the 1500 cap. Only once the search ended
+// at that cap, on a link whose MTU is larger; the new sizes are probed
+// (and a lost probe ends the search) as below 1500.
+void
+udx__mtu_widen (udx_stream_t *s) {
+  if (s->mtu_state != UDX_MTU_STATE_COMPLETE || s->mtu != UDX_MTU_MAX || s->mtu_max != UDX_MTU_MAX)
+    return;
+  if (s->mtu_link <= UDX_MTU_MAX || !udx__acks_each(s))
+    return;
+  uint32_t ipudp = s->remote[s->cur_remote].ipv6 ? 48 : 28;
+  s->mtu_max = (uint16_t) udx__min_u32((uint32_t) s->mtu_link, UDX_PEER_DGRAM_MAX + ipudp);
+  s->mtu_state = UDX_MTU_STATE_SEARCH;
+  s->mtu_probe_count = 0;
+  s->mtu_stepping = false;
+  s->mtu_probe_size = (uint16_t) udx__min_u32(s->mtu + UDX_MTU_JUMP, s->mtu_max);
+  s->mtu_probe_wanted = true;
 }

@@ -9,11 +9,17 @@
 #define UDX_PATH_BETA_NUM     7 // RFC 9438 4.6: cwnd * 0.7 on loss
 #define UDX_PATH_BETA_DEN     10
 #define UDX_PATH_MIN_ROUND_US 1000 // a round trip, at least, between decreases
+#define UDX_PATH_BW_ROUNDS    10   // the delivery rate: max over this many rounds
+#define UDX_PATH_RTT_WIN_US   (10 * UDX_US_PER_S)
+#define UDX_PATH_GAIN_NUM     9 // the target: the measured BDP * 9/8, a queue of
+#define UDX_PATH_GAIN_DEN     8 // an eighth of it at most, and room to grow 12.5%/round
 
 void
 udx__path_init (udx_path_t *p) {
   p->cwnd = UDX_PATH_INIT_CWND;
   p->ssthresh = UINT32_MAX;
+  udx__winfilter_reset(&p->bw, 0, 0);
+  udx__winfilter_reset(&p->min_rtt, 0, (double) UINT32_MAX); // unknown
 }
 
 static bool
@@ -52,18 +58,25 @@ path_wait (udx_path_t *p, udx_stream_t *s) {
 }
 
 // Room opened (or the path stopped being shared): wake the next streams in
-// line, one per free packet, each for a turn of a few packets.
+// line, each for a turn of up to a few packets that are kept for it (a turn
+// of 4 on one free packet let the first woken take the room of the next
+// three, who went back to the end of the line: with ACKs in bursts, 16
+// streams ended at Jain 0.48).
 static void
 path_kick (udx_path_t *p) {
-  while (p->wait_head && (!path_shared(p) || p->inflight + p->granted < p->cwnd)) {
+  // A turn starts once a whole one is free: turns of one packet cost a
+  // wake-up per packet (100 streams over loopback: 20% slower).
+  uint32_t turn = p->cwnd < UDX_PATH_QUANTUM ? 1 : UDX_PATH_QUANTUM;
+  while (p->wait_head && (!path_shared(p) || (uint64_t) p->inflight + p->granted + turn <= p->cwnd)) {
     udx_stream_t *s = p->wait_head;
     p->wait_head = s->path_next;
     if (p->wait_head == NULL)
       p->wait_tail = NULL;
     s->path_next = NULL;
     s->path_state = UDX_PATH_GRANTED;
-    s->path_quota = UDX_PATH_QUANTUM;
-    p->granted++;
+    uint32_t room = path_shared(p) ? p->cwnd - p->inflight - p->granted : UDX_PATH_QUANTUM;
+    s->path_quota = room < UDX_PATH_QUANTUM ? room : UDX_PATH_QUANTUM;
+    p->granted += s->path_quota;
     udx__stream_wake(s);
   }
 }
@@ -76,8 +89,9 @@ path_leave (udx_stream_t *s) {
   if (s->path_state == UDX_PATH_WAITING)
     path_dequeue(p, s);
   else if (s->path_state == UDX_PATH_GRANTED)
-    p->granted--;
+    p->granted -= s->path_quota;
   s->path_state = UDX_PATH_FREE;
+  s->path_quota = 0;
   p->inflight -= s->inflight;
   p->refs--;
   s->path = NULL;
@@ -125,8 +139,10 @@ udx__path_check (udx_stream_t *s) {
 
 void
 udx__path_on_send (udx_stream_t *s) {
-  if (s->path_state == UDX_PATH_GRANTED && s->path_quota > 0)
+  if (s->path_state == UDX_PATH_GRANTED && s->path_quota > 0) {
     s->path_quota--;
+    s->path->granted--;
+  }
 }
 
 void
@@ -139,7 +155,8 @@ udx__path_after_send (udx_stream_t *s) {
     // it: a stream waiting for pacing or the peer's window comes back by
     // itself, and waking it again here would spin.
     s->path_state = UDX_PATH_FREE;
-    p->granted--;
+    p->granted -= s->path_quota;
+    s->path_quota = 0;
     if (s->path_blocked && path_shared(p))
       path_wait(p, s);
   }
@@ -147,17 +164,58 @@ udx__path_after_send (udx_stream_t *s) {
   path_kick(p);
 }
 
+// The aggregate's model, on every ACK: packets delivered per round of one
+// min RTT (the members' smallest) give the path's delivery rate; their
+// product times 9/8 is the window that fills the link and leaves at most an
+// eighth of it queued. A loss-driven window alone (AIMD over a queue a
+// quarter of the BDP) grows one packet per round trip after each decrease
+// and left 14% of a 100 Mbit/s, 40 ms link unused with 16 streams.
+static void
+path_model (udx_path_t *p, udx_stream_t *s, uint32_t delivered) {
+  if (s->bbr.min_rtt_us != UINT32_MAX)
+    udx__winfilter_min(&p->min_rtt, UDX_PATH_RTT_WIN_US, s->now, (double) s->bbr.min_rtt_us);
+  double rtt = udx__winfilter_get(&p->min_rtt);
+  if (rtt >= (double) UINT32_MAX)
+    return;
+  if (p->round_start == 0) {
+    p->round_start = s->now;
+    p->round_delivered = 0;
+    return;
+  }
+  p->round_delivered += delivered;
+  uint64_t span = s->now - p->round_start;
+  uint64_t round = rtt > UDX_PATH_MIN_ROUND_US ? (uint64_t) rtt : UDX_PATH_MIN_ROUND_US;
+  if (span < round)
+    return;
+  double bw = (double) p->round_delivered / (double) span;
+  udx__winfilter_max(&p->bw, UDX_PATH_BW_ROUNDS, ++p->rounds, bw);
+  p->round_start = s->now;
+  p->round_delivered = 0;
+  double target = udx__winfilter_get(&p->bw) * rtt * UDX_PATH_GAIN_NUM / UDX_PATH_GAIN_DEN;
+  if (target > UDX_PATH_MAX_CWND)
+    target = UDX_PATH_MAX_CWND;
+  p->target = target < UDX_PATH_MIN_CWND ? UDX_PATH_MIN_CWND : (uint32_t) target;
+}
+
 void
 udx__path_on_ack (udx_stream_t *s, uint32_t delivered) {
   udx_path_t *p = s->path;
-  if (p == NULL || s->now < p->recover_until)
+  if (p == NULL)
+    return;
+  path_model(p, s, delivered);
+  if (s->now < p->recover_until)
     return;
   // Grow only while the window is what limits (RFC 7661): a window that
   // was never filled says nothing about the path.
   if (p->wait_head == NULL && (uint64_t) p->inflight + delivered < p->cwnd / 2)
     return;
   if (p->cwnd < p->ssthresh) {
-    p->cwnd += delivered; // RFC 5681 3.1 slow start
+    p->cwnd += delivered; // RFC 5681 3.1 slow start, until the first loss
+  } else if (p->target) {
+    // After a loss: back to the model's window within a round, no further
+    // (the model itself grows 12.5% a round while the rate does).
+    if (p->cwnd < p->target)
+      p->cwnd = udx__min_u32(p->cwnd + delivered, p->target);
   } else {
     p->acked += delivered; // one packet per window acked
     if (p->acked >= p->cwnd) {
@@ -175,6 +233,14 @@ udx__path_on_loss (udx_stream_t *s) {
   if (p == NULL || s->now < p->recover_until)
     return;
   uint64_t cwnd = (uint64_t) p->cwnd * UDX_PATH_BETA_NUM / UDX_PATH_BETA_DEN;
+  // Not below the measured BDP (BBR's rule): that much in flight fills the
+  // link and no queue, so a loss that comes with it is not this window's
+  // (random loss, a burst, a late emulator). 16 streams, shallow queue, 1%
+  // random loss (sim): the window cut every round fell to 12 packets and
+  // 3.5% of the link; with the floor, 96.5%.
+  uint64_t bdp = (uint64_t) p->target * UDX_PATH_GAIN_DEN / UDX_PATH_GAIN_NUM;
+  if (cwnd < bdp)
+    cwnd = bdp;
   p->cwnd = cwnd < UDX_PATH_MIN_CWND ? UDX_PATH_MIN_CWND : (uint32_t) cwnd;
   p->ssthresh = p->cwnd;
   p->acked = 0;

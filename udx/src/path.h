@@ -10,14 +10,17 @@
 // every stream loses its tail at the same moment, and all of them wait for
 // the retransmission timer together (100 streams into a udx-native receiver
 // with the kernel's default buffer: 420 RTOs, 7 MB/s). The path window grows
-// like slow start and congestion avoidance (RFC 5681) while it limits, and
-// shrinks once per round trip on loss (RFC 9438 4.6, beta 0.7). Held-back
-// streams queue and take turns a few packets at a time.
+// like slow start (RFC 5681) until the first loss and shrinks once per round
+// trip on loss (RFC 9438 4.6, beta 0.7); after that it returns to a model of
+// the aggregate (its delivery rate times the members' min RTT, times 9/8),
+// not one packet per round trip. Held-back streams queue and take turns a
+// few packets at a time.
 //
 // A path with a single stream never limits it: the stream's BBR alone
 // decides, as before. ACKs, TLP and zero-window probes are never held back.
 
 #include "stream.h"
+#include "winfilter.h"
 
 typedef struct udx_path_s udx_path_t;
 
@@ -27,12 +30,20 @@ struct udx_path_s {
   uint32_t cwnd;     // packets; enforced while there are two or more members
   uint32_t ssthresh;
   uint32_t acked;          // congestion avoidance: packets acked toward the next increment
-  uint32_t granted;        // streams woken for a turn that have not taken it yet
+  uint32_t granted;        // packets kept for streams woken for a turn
   uint64_t recover_until;  // us: one decrease per round trip
   udx_stream_t *wait_head; // streams held back, in order
   udx_stream_t *wait_tail;
   uint64_t decreases;
   uint64_t waits;
+  // The aggregate's model (path.c): delivery rate over rounds of one min
+  // RTT (packets/us, windowed max) and the members' min RTT (us).
+  udx_winfilter_t bw;
+  udx_winfilter_t min_rtt;
+  uint64_t round_start; // us; 0: no round yet
+  uint64_t rounds;
+  uint32_t round_delivered;
+  uint32_t target; // packets: bw * min_rtt * gain, 0 while unknown
 
   // Host fields: the io layer keys paths by socket and address. release is
   // called when the last member leaves (NULL: the host owns the memory).

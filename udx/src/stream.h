@@ -232,10 +232,16 @@ struct udx_stream_s {
   int64_t tokens;       // bytes (may go negative: debt)
   uint64_t tokens_at;   // last refill
   uint32_t pacing_burst_us;
+  // Packets an ACK that delivers any covers (x16, moving average): about 1
+  // for a peer that acks every packet (the libudx family), more for peers
+  // that coalesce ACKs (ludx).
+  uint32_t ack_span16;
+  uint32_t ack_span_samples;
 
   // MTU search (RFC 8899 style, in band)
   uint16_t mtu;
   uint16_t mtu_max;
+  int mtu_link; // the link MTU at connect (0 or less: unknown)
   uint16_t mtu_probe_size;
   uint8_t mtu_state;
   uint8_t mtu_probe_count;
@@ -500,6 +506,20 @@ udx__mtu_padding (udx_stream_t *s, size_t udx_len);
 
 void
 udx__mtu_reset (udx_stream_t *s, int link_mtu);
+
+// Largest UDP payload sent to a peer that acks every packet: libudx reads
+// each datagram into a 2048-byte buffer (and so does ludx's transmit ring).
+#define UDX_PEER_DGRAM_MAX 2048
+// ACKs seen before a peer counts as acking every packet.
+#define UDX_ACK_EACH_SAMPLES 64
+
+// Whether the peer acks every packet (the libudx family), from its ACKs.
+bool
+udx__acks_each (const udx_stream_t *s);
+
+// Past 1500 on a link that allows it, for a peer that acks every packet.
+void
+udx__mtu_widen (udx_stream_t *s);
 
 void
 udx__rate_on_send (udx_stream_t *s, udx_pkt_t *p);

@@ -66,11 +66,16 @@ path (sim_t *sim, uint64_t seed, uint32_t queue_pkts, double loss) {
   sim->link[0].loss = loss;
 }
 
+static uint64_t resume_rate; // payload bytes/s remembered; 0: none
+static uint32_t resume_rtt;
+
 static pair_t
 transfer (sim_t *sim, uint64_t total) {
   pair_t p = {sim_stream(sim, 0, 1), sim_stream(sim, 1, 2)};
   sim_connect(sim, p.a, 2);
   sim_connect(sim, p.b, 1);
+  if (resume_rate)
+    udx__bbr_resume(p.a, resume_rate, resume_rtt);
   memset(&w, 0, sizeof(w));
   p.a->trace_cb = on_trace;
   p.a->trace_ms = 10;
@@ -218,7 +223,103 @@ test_probe_bw_drains (void) {
   sim_destroy(&sim);
 }
 
+// Careful resume: 50 MB over 100 Mbit/s, 40 ms, no loss. The first contact
+// runs an ordinary Startup; the sender's final bandwidth estimate and min
+// RTT are remembered.
+typedef struct {
+  uint64_t us;
+  uint64_t rate;
+  uint32_t rtt;
+  uint8_t phase;
+  uint64_t retransmits;
+  uint64_t rtos;
+} resumed_t;
+
+static resumed_t
+resume_run (uint64_t link_rate, uint64_t rate, uint32_t rtt, uint32_t delay_us) {
+  sim_t sim;
+  path(&sim, 11, 1000, 0);
+  sim.link[0].rate = link_rate;
+  sim.link[0].delay_us = delay_us;
+  sim.link[1].delay_us = delay_us;
+  resume_rate = rate;
+  resume_rtt = rtt;
+  uint64_t t0 = sim.now;
+  pair_t p = transfer(&sim, 50ull << 20);
+  resume_rate = 0;
+  resumed_t r = {
+      .us = sim.now - t0,
+      .rate = p.a->stats.bbr_bw,
+      .rtt = p.a->stats.min_rtt_us,
+      .phase = p.a->bbr.cr_phase,
+      .retransmits = p.a->stats.retransmits,
+      .rtos = p.a->stats.rto_count,
+  };
+  udx__stream_refresh_stats(p.a);
+  r.rate = p.a->stats.bbr_bw;
+  r.rtt = p.a->stats.min_rtt_us;
+  if (getenv("UDX_TEST_VERBOSE"))
+    fprintf(stderr, "resume %llu B/s rtt %u us: %.1f ms (%.1f%% of the link), phase %d, %llu retransmits, saw %llu B/s %u us\n", (unsigned long long) rate, rtt, (double) r.us / 1000, 100.0 * (50.0 * 1048576 / ((double) link_rate * 1452 / 1500)) / ((double) r.us / 1e6), r.phase, (unsigned long long) r.retransmits, (unsigned long long) r.rate, r.rtt);
+  sim_destroy(&sim);
+  return r;
+}
+
+// The second transfer to the same peer starts from what the first measured
+// once its first RTT sample matches: it reaches 97% of the link where the
+// first contact (an ordinary Startup) stays lower, and both lose nothing.
+static void
+test_careful_resume_jump (void) {
+  resumed_t first = resume_run(LINK_RATE, 0, 0, 20000);
+  CHECK_EQ(first.phase, UDX_CR_NONE);
+  CHECK(first.rate > 0 && first.rtt > 0);
+  resumed_t second = resume_run(LINK_RATE, first.rate, first.rtt, 20000);
+  CHECK_EQ(second.phase, UDX_CR_VALIDATED);
+  CHECK(second.us < first.us);
+  double ideal_us = (50.0 * 1048576) / ((double) LINK_PAYLOAD) * 1e6;
+  CHECK(ideal_us / (double) second.us >= 0.97);
+  CHECK_EQ(second.rtos, 0);
+}
+
+// A remembered RTT that the first sample does not match is another path:
+// no jump, the transfer is the first contact's.
+static void
+test_careful_resume_rtt_mismatch (void) {
+  resumed_t first = resume_run(LINK_RATE, 0, 0, 20000);
+  // the same rate remembered from a path of a quarter of this RTT
+  resumed_t r = resume_run(LINK_RATE, first.rate, first.rtt / 4, 20000);
+  CHECK_EQ(r.phase, UDX_CR_SKIPPED);
+  CHECK_EQ(r.us, first.us);
+  // and of three times it
+  r = resume_run(LINK_RATE, first.rate, first.rtt * 3, 20000);
+  CHECK_EQ(r.phase, UDX_CR_SKIPPED);
+  CHECK_EQ(r.us, first.us);
+}
+
+// The path lost most of its capacity since (a quarter of the remembered
+// rate): the jump overflows the queue, the first loss retreats at once,
+// and the transfer completes without an RTO.
+static void
+test_careful_resume_retreat (void) {
+  resumed_t first = resume_run(LINK_RATE, 0, 0, 20000);
+  sim_t sim;
+  path(&sim, 11, 100, 0);
+  sim.link[0].rate = LINK_RATE / 8;
+  resume_rate = first.rate;
+  resume_rtt = first.rtt;
+  pair_t p = transfer(&sim, 8ull << 20);
+  resume_rate = 0;
+  CHECK_EQ(p.a->bbr.cr_phase, UDX_CR_RETREATED);
+  CHECK_EQ(p.a->stats.rto_count, 0);
+  CHECK(p.a->bbr.full_bw_reached);
+  if (getenv("UDX_TEST_VERBOSE"))
+    fprintf(stderr, "retreat: %llu retransmits, %llu drops, %.1f ms\n", (unsigned long long) p.a->stats.retransmits, (unsigned long long) sim.link[0].dropped, (double) sim.now / 1000);
+  sim_destroy(&sim);
+}
+
 static const test_case_t cases[] = {
+    {"careful_resume_jump", test_careful_resume_jump},
+    {"careful_resume_rtt_mismatch", test_careful_resume_rtt_mismatch},
+    {"careful_resume_retreat", test_careful_resume_retreat},
     {"bw_in_bytes", test_bw_in_bytes},
     {"late_sack_reports", test_late_sack_reports},
     {"losses_reach_bbr", test_losses_reach_bbr},

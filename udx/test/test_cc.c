@@ -243,6 +243,40 @@ test_mtu_link_cap (void) {
   sim_destroy(&sim);
 }
 
+// A peer that acks every packet (libudx, which reads datagrams into 2048
+// bytes) is searched past 1500 where the link allows it (loopback): up to a
+// 2048-byte UDP payload, then 2048 - 20 bytes of data per packet. A peer that
+// coalesces ACKs, or a 1500-byte link, keeps the 1500 cap.
+static void
+mtu_peer_case (int link_mtu, bool ipv6, int ack_policy, uint64_t batch_us, uint32_t want_mtu, size_t want_len) {
+  sim_t sim;
+  sim_init(&sim, 31);
+  sim.link[0].rate = 20000000;
+  sim.link[0].batch_us = batch_us;
+  tap_t tap;
+  tap_attach(&sim, &tap);
+  pair_t p = pair_ex(&sim, link_mtu, ipv6);
+  CHECK_EQ(udx__stream_set_ack_policy(p.b, ack_policy), 0);
+  sim_app_expect(p.b, 1, 8 << 20);
+  sim_app_write(p.a, 1, 8 << 20, true);
+  CHECK(sim_run(&sim, eof_b, &p, 30 * UDX_US_PER_S));
+  CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
+  CHECK_EQ(p.a->mtu, want_mtu);
+  CHECK_EQ(p.a->mtu_state, UDX_MTU_STATE_COMPLETE);
+  CHECK_EQ(tap.max_len[0], want_len);
+  CHECK_EQ(p.a->stats.retransmits, 0);
+  sim_destroy(&sim);
+}
+
+static void
+test_mtu_peer_acks_each (void) {
+  mtu_peer_case(65536, false, UDX_ACK_EACH, 0, 2048 + 28, 2048);
+  mtu_peer_case(65536, true, UDX_ACK_EACH, 0, 2048 + 48, 2048);
+  mtu_peer_case(1500, false, UDX_ACK_EACH, 0, 1500, 1500 - 28);
+  // coalesced ACKs (receive batches of 1 ms): the cap stays
+  mtu_peer_case(65536, false, UDX_ACK_BATCH, 1000, 1500, 1500 - 28);
+}
+
 // udx-native's probes: padding skipped through data_offset.
 static void
 test_accept_probe (void) {
@@ -270,6 +304,7 @@ static const test_case_t cases[] = {
     {"mtu_jump_fallback", test_mtu_jump_fallback},
     {"mtu_link_cap", test_mtu_link_cap},
     {"accept_probe", test_accept_probe},
+    {"mtu_peer_acks_each", test_mtu_peer_acks_each},
     {NULL, NULL},
 };
 

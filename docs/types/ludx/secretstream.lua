@@ -12,7 +12,7 @@
 ---@field MAX_WRITE integer The largest single write (one frame).
 local M = {}
 
---- Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern ("XX" or "IK"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives).
+--- Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern ("XX" or "IK"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives), messages (true: keep frame boundaries for recv_message from the start).
 ---@param raw table
 ---@param opts table
 ---@return ludx.secretstream.Stream stream
@@ -52,6 +52,21 @@ function C1:read(max, timeout) end
 ---@return string? err
 ---@return string? code
 function C1:write(data, timeout) end
+
+--- The next message: the plaintext of one frame as the peer wrote it; nil at the end. Frames stay apart until the first read() (which joins them, the byte-stream fast path) or from wrap's opts.messages; after a read() it is an EINVAL error. Empty frames are keep-alives, never messages.
+---@param timeout? number
+---@return string? message
+---@return string? err
+---@return string? code
+function C1:recv_message(timeout) end
+
+--- One message = one frame: the same as write.
+---@param data string
+---@param timeout? number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C1:send_message(data, timeout) end
 
 --- Flushes, then ends the raw stream.
 ---@param timeout? number

@@ -43,6 +43,13 @@ function M.listen_unix(path, opts) end
 ---@return string? code
 function M.connect_unix(path, timeout) end
 
+--- Standard input (fd 0) or output (fd 1) as a connection with the same API when it is a pipe, a socket or a terminal (reads stop while 1 MiB waits unread, writes wait above 1 MiB queued; finish() flushes, then fails with ENOTSOCK on a pipe); false for a regular file or a device, which io.stdin/io.stdout read and write directly.
+---@param fd integer
+---@return ludx.tcp.Conn|false|nil conn
+---@return string? err
+---@return string? code
+function M.stdio(fd) end
+
 --- A TCP connection.
 ---@class ludx.tcp.Conn
 local C1 = {}

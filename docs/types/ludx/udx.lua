@@ -201,6 +201,14 @@ function C2:set_keepalive(ms) end
 ---@return boolean ok
 function C2:set_timeout(ms) end
 
+--- Careful resume before the first write: jump to half a remembered rate (payload bytes/s) once the first RTT matches rtt_ms; retreat at a loss (ludx.resume keeps them).
+---@param rate number
+---@param rtt_ms number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C2:set_resume(rate, rtt_ms) end
+
 --- Fault injection for this stream's datagrams.
 ---@param fault? table
 ---@return boolean ok

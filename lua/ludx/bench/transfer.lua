@@ -108,7 +108,8 @@ function M.transfer(root, system, opts)
   -- and hashes them after the end), so CPU figures measure the transport
   local common = { secret = opts.secret or false, seed = opts.seed or 1, timeoutMs = timeout, hash = opts.hash or "after",
     streams = opts.streams }
-  local ropts = { role = "recv" }
+  -- many-stream receivers know the total (for their steady-state rate)
+  local ropts = { role = "recv", bytes = opts.streams and opts.bytes or nil }
   local sopts = { role = "send", bytes = opts.bytes, chunk = opts.chunk or 65536 }
   for k, v in pairs(common) do ropts[k], sopts[k] = v, v end
   for k, v in pairs(opts.receiver_opts or {}) do ropts[k] = v end
@@ -152,6 +153,8 @@ function M.transfer(root, system, opts)
       sample.receiver = dr.stats
       sample.extra = {}
       if ds.rttMedianMs and null(ds.rttMedianMs) then sample.extra.rtt_med_ms = ds.rttMedianMs end
+      if ds.jain and null(ds.jain) then sample.extra.jain = ds.jain end
+      if dr.steadyBytesPerS and null(dr.steadyBytesPerS) then sample.steady_bytes_s = dr.steadyBytesPerS end
       if type(ds.stats) == "table" and tonumber(ds.stats.mtu) then sample.extra.mtu = tonumber(ds.stats.mtu) end
       if serr or rerr then
         sample.error = "sender " .. tostring(serr) .. ", receiver " .. tostring(rerr)
@@ -331,6 +334,10 @@ function M.case(spec)
       end
       if sample.ok and spec.path.rate then
         sample.extra.goodput_pct = 100 * sample.mb_s * 1e6 / M.payload_rate(spec.path.rate)
+        -- from a quarter to three quarters of the bytes (many-stream ludx receivers)
+        if sample.steady_bytes_s then
+          sample.extra.steady_pct = 100 * sample.steady_bytes_s / M.payload_rate(spec.path.rate)
+        end
       end
     end
     if ctx.after_run then ctx.after_run(ctx, system, sample) end

@@ -75,6 +75,10 @@ local function main(opts, path)
 
   local policy = (opts.rate or opts.peer_rate) and require "ludx.policy"
   local peers = opts.peer_rate and policy.per_peer({ rate = opts.peer_rate }) or nil
+  -- SIGINT/SIGTERM are waited for from before the key is printed: whoever
+  -- reads the key may signal at once
+  local ludx = require "ludx"
+  local stop = ludx.spawn("stop", ludx.signal, { "SIGINT", "SIGTERM" })
   local s
   s, err = share.serve(node, m, {
     keypair = kp,
@@ -96,13 +100,14 @@ local function main(opts, path)
     end,
   })
   if not s then
+    stop:cancel()
     node:destroy()
     return nil, err
   end
   log("sharing %s: %d file%s, %s", m.name, #m.files, #m.files == 1 and "" or "s", progress.bytes(m.total))
   io.stdout:write(share.hex(s.key), "\n")
   io.stdout:flush()
-  local sig = require("ludx").signal({ "SIGINT", "SIGTERM" })
+  local sig = stop:join()
   log("%s: stopping", sig)
   s:close({ fast = true })
   node:destroy()

@@ -39,6 +39,10 @@ M.MAX_TRACKED_HOSTS = 4096 -- per 1 s slot of byte accounting
 M.MAX_VERIFIED_HOSTS = 8192 -- per generation (2 generations, 5 min each)
 M.VERIFIED_AGE = 5 * 60 * 1000
 M.MAX_PROBES = 64 -- verification pings in flight
+-- Responses with a wrong tid from a host while it is probed: past this many
+-- the probe proves nothing (an off-path spoofer can try all 65,536 tids in
+-- the victim's name; a real host sends at most a few late answers).
+M.PROBE_MAX_MISSES = 16
 local EMPTY = {}
 local floor = math.floor
 
@@ -50,8 +54,9 @@ function M.node_id(host, port)
 end
 local node_id = M.node_id
 
---- The network prefix of a host: IPv4 /24, IPv6 /48 (as a string key).
-function M.prefix(host)
+--- The network prefix of a host: IPv4 /24, IPv6 /48 (as a string key);
+-- n_groups: IPv6 16-bit groups kept (default 3; 4 for a /64).
+function M.prefix(host, n_groups)
   local v4 = host:match("^(%d+%.%d+%.%d+)%.%d+$") or host:match("^::[fF][fF][fF][fF]:(%d+%.%d+%.%d+)%.%d+$")
   if v4 then return v4 end
   if not host:find(":", 1, true) then return host end
@@ -65,7 +70,9 @@ function M.prefix(host)
     if head == "" then groups = {} end
     for _ = #groups + 1, 8 - n do groups[#groups + 1] = "0" end
   end
-  return string.format("%s:%s:%s", (groups[1] or "0"):lower(), (groups[2] or "0"):lower(), (groups[3] or "0"):lower())
+  local out = {}
+  for i = 1, n_groups or 3 do out[i] = (groups[i] or "0"):lower() end
+  return table.concat(out, ":")
 end
 local prefix_of = M.prefix
 
@@ -222,7 +229,7 @@ function M.new(table_, opts)
     onresponse = opts.onresponse or noop,
     ontimeout = opts.ontimeout or noop,
     stats = { sent = 0, received = 0, bad = 0, timeouts = 0, retries = 0, requests = 0, responses = 0, flood_dropped = 0,
-      amp_trimmed = 0, amp_dropped = 0, probes = 0 },
+      amp_trimmed = 0, amp_dropped = 0, probes = 0, probe_spoofed = 0 },
     max_requests = opts.max_requests or M.MAX_REQUESTS,
     max_requests_per_source = opts.max_requests_per_source or M.MAX_REQUESTS_PER_SOURCE,
     flood_window = -1, -- the second the counters below belong to
@@ -244,6 +251,7 @@ function M.new(table_, opts)
     verified_since = env.now(),
     probes = {}, -- host -> true: a verification ping in flight
     nprobes = 0,
+    probe_queue = { head = 1, tail = 0 }, -- the probes, oldest first
     max_probes = opts.max_probes or M.MAX_PROBES,
     host = opts.host or "0.0.0.0",
     port = opts.port or 0,
@@ -432,10 +440,19 @@ end
 
 -- A PING to host:port: an answer verifies the host, so that its next try
 -- (requests are retried) gets the full reply. One per host, at most
--- max_probes at once; a PING is no larger than any request. Returns the
--- bytes sent (counted against the host's budget), or nil.
+-- max_probes at once, the oldest giving way to a new one (hosts that never
+-- answer cannot hold every slot); a PING is no larger than any request.
+-- Returns the bytes sent (counted against the host's budget), or nil.
 function IO:_probe(host, port, socket)
-  if self.probes[host] or self.nprobes >= self.max_probes then return nil end
+  if self.probes[host] then return nil end
+  local q = self.probe_queue
+  while q.head <= q.tail and (q[q.head].destroyed or self.nprobes >= self.max_probes) do
+    local old = q[q.head]
+    q[q.head] = nil
+    q.head = q.head + 1
+    if not old.destroyed then old:destroy() end
+  end
+  if self.nprobes >= self.max_probes then return nil end
   local req = self:create_request({ host = host, port = port }, nil, true, msgs.PING)
   if not req then return end
   -- from the socket the request came to (NATs let that through), no id
@@ -452,7 +469,8 @@ function IO:_probe(host, port, socket)
       break
     end
   end
-  self.probes[host] = true
+  self.probes[host] = req
+  req.misses = 0
   self.nprobes = self.nprobes + 1
   self.stats.probes = self.stats.probes + 1
   req.retries = 0
@@ -465,10 +483,22 @@ function IO:_probe(host, port, socket)
   end
   req.onresponse = done
   req.onerror = done
+  q.tail = q.tail + 1
+  q[q.tail] = req
   req:send(true)
   local n = req.buffer and #req.buffer or 0
   self:_amp_tx(host, n)
   return n
+end
+
+-- A response from host that answers none of our requests to it: while host
+-- is probed, count it against the probe.
+function IO:_probe_miss(host)
+  local probe = self.probes[host]
+  if probe then
+    probe.misses = probe.misses + 1
+    if probe.misses == M.PROBE_MAX_MISSES + 1 then self.stats.probe_spoofed = self.stats.probe_spoofed + 1 end
+  end
 end
 
 function IO:onmessage(socket, data, host, port)
@@ -483,6 +513,7 @@ function IO:onmessage(socket, data, host, port)
   -- (flags in one byte, as every encoder writes them, then the tid)
   if first == msgs.RESPONSE_ID and #data >= 4 and data:byte(2) < 0x80 and not self.inflight[data:byte(3) + data:byte(4) * 256] then
     self.stats.bad = self.stats.bad + 1
+    self:_probe_miss(host)
     return
   end
   local kind, m = msgs.decode(data)
@@ -519,8 +550,15 @@ function IO:onmessage(socket, data, host, port)
   end
 
   local req = self.inflight[m.tid]
-  if not req then return end
-  if req.to.host == host then self:verify(host) end
+  if not req then
+    self:_probe_miss(host)
+    return
+  end
+  if req.to.host ~= host then
+    self:_probe_miss(host)
+  elseif not (req.probe and req.misses > M.PROBE_MAX_MISSES) then
+    self:verify(host)
+  end
   m.from = from
   m.rtt = self.env.now() - req.created
   self.inflight[m.tid] = nil

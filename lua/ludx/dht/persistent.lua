@@ -18,7 +18,7 @@ local M = {}
 -- Storage budget: bytes held by all stores together (values, keys and an
 -- estimate of the tables around them); past it the oldest entries go.
 M.MAX_STORE_BYTES = 32 * 1024 * 1024
--- Bytes one host (IP) may store per QUOTA_PERIOD; past it its writes are
+-- Bytes one host (IPv4 address, IPv6 /64) may store per QUOTA_PERIOD; past it its writes are
 -- dropped until the period ends, so one host cannot evict everyone else.
 M.MAX_STORE_BYTES_PER_HOST = 1024 * 1024
 M.QUOTA_PERIOD = 10 * 60 * 1000
@@ -29,6 +29,13 @@ M.MAX_QUOTA_HOSTS = 65536 -- hosts tracked per period (past it a new period star
 M.MAX_VERIFICATIONS = 1000
 M.MAX_VERIFICATIONS_PER_PREFIX = 200
 local ENTRY_OVERHEAD = 64
+
+-- The quota's key: an IPv4 address, or an IPv6 /64 (one host owns a whole
+-- /64 and may send from any address in it).
+local function quota_key(host)
+  if host:find(":", 1, true) and not host:find(".", 1, true) then return io_mod.prefix(host, 4) end
+  return host
+end
 
 local P = {}
 P.__index = P
@@ -96,7 +103,7 @@ function P:_charge(req, n, check_only)
     self.quota_used = {}
     self.quota_hosts = 0
   end
-  local host = req.from.host
+  local host = quota_key(req.from.host)
   local prev = self.quota_used[host]
   local used = (prev or 0) + n
   if used > self.quota then

@@ -39,7 +39,7 @@ function M.new(dht, opts)
   return setmetatable({
     dht = dht,
     forwards = cache.new({ env = dht.env, max_size = opts.max_size or 65536, max_age = opts.max_age or 20 * 60 * 1000 }),
-    -- target .. mode .. tid -> the client address
+    -- target .. mode .. tid .. client address -> the client address
     pending = cache.new({ env = dht.env, max_size = max_pending, max_age = pending_age }),
     -- target -> { addresses a relayed FROM_SERVER came from }
     servers = cache.new({ env = dht.env, max_size = max_pending, max_age = pending_age }),
@@ -72,19 +72,27 @@ local function same_addr(a, b)
   return a ~= nil and b ~= nil and a.host == b.host and a.port == b.port
 end
 
-local function pending_key(kind, req)
-  return req.target .. kind .. string.char(req.tid % 256, math.floor(req.tid / 256) % 256)
+-- Keyed by the client's address too: another sender that reuses a
+-- client's target and tid makes an entry of its own, it cannot overwrite
+-- the client's (and so fail that client's handshake through us).
+local function pending_key(kind, req, addr)
+  return req.target .. kind .. string.char(req.tid % 256, math.floor(req.tid / 256) % 256) .. tostring(addr.host) .. ":" ..
+    tostring(addr.port)
 end
 
 -- We relay a client's request towards a server: remember whom to answer.
 function Router:_expect(kind, req)
-  self.pending:set(pending_key(kind, req), { host = req.from.host, port = req.from.port })
+  self.pending:set(pending_key(kind, req, req.from), { host = req.from.host, port = req.from.port })
   self.stats.relayed = self.stats.relayed + 1
 end
 
 -- A server's answer: the client we relayed for (and forget it), or nil.
 function Router:_answer(kind, req, peer_address)
-  local k = pending_key(kind, req)
+  if not peer_address then
+    self.stats.refused = self.stats.refused + 1
+    return nil
+  end
+  local k = pending_key(kind, req, peer_address)
   local client = self.pending:get(k)
   if not client or not same_addr(client, peer_address) then
     self.stats.refused = self.stats.refused + 1

@@ -14,6 +14,7 @@ local errors = require "ludx.dht.errors"
 local holepunch = require "ludx.dht.holepunch"
 local punch = require "ludx.dht.punch"
 local cache = require "ludx.dht.cache"
+local io_mod = require "ludx.dht.io"
 
 local FIREWALL, ERROR = consts.FIREWALL, consts.ERROR
 local HANDSHAKE_CLEAR_WAIT = 10000
@@ -27,7 +28,8 @@ local M = {}
 -- are admitted before any crypto: per source (the client's address, or the
 -- relay's when the relay is not one of ours) and in all, per second; the
 -- first two from a source are preferred once half the budget is used, and
--- sources whose handshake connected before skip the overall budget.
+-- hosts whose handshake connected before skip the overall budget (for
+-- max_handshakes_per_source a second per host, whatever its ports).
 -- Handshakes waiting for their client are capped per source (more are
 -- refused) and in all (the oldest is dropped). Failed handshakes leave no
 -- state; puncher sockets open only when a holepunch round arrives.
@@ -36,8 +38,16 @@ M.MAX_HANDSHAKES_PER_SOURCE = 16 -- admitted per second from one source
 M.MAX_PENDING = 256 -- handshakes waiting for their client
 M.MAX_PENDING_PER_SOURCE = 8
 M.MAX_PUNCHERS = 32 -- puncher sockets open at once
+M.MAX_PUNCHERS_PER_SOURCE = 4 -- ... for the handshakes of one host (IPv6 /64)
 M.MAX_REMEMBERED = 8192 -- answered first messages kept 10 s for duplicates
-M.MAX_KNOWN_SOURCES = 1024 -- sources whose last handshake connected (10 min)
+M.MAX_KNOWN_SOURCES = 1024 -- hosts (IPv6: /64s) whose last handshake connected (10 min)
+
+-- The key a host is known by: its address, or its /64 for IPv6 (one host
+-- may send from any address of its /64).
+local function host_key(host)
+  if host:find(":", 1, true) and not host:find(".", 1, true) then return io_mod.prefix(host, 4) end
+  return host
+end
 
 local Server = {}
 Server.__index = Server
@@ -45,7 +55,8 @@ Server.__index = Server
 --- node: the ludx.dht node; handler(conn) per connection. opts.firewall(
 -- remote_public_key, payload, client_address) -> true refuses a client;
 -- opts.max_handshakes, max_handshakes_per_source (per second),
--- max_pending, max_pending_per_source, max_punchers: the caps above.
+-- max_pending, max_pending_per_source, max_punchers,
+-- max_punchers_per_source: the caps above.
 -- server.onrefuse(source, reason, admitted, from, peer_address), when set,
 -- sees each refused first message ("pending", "rate" or "budget").
 function M.new(node, handler, opts)
@@ -61,6 +72,7 @@ function M.new(node, handler, opts)
     max_pending = opts.max_pending or M.MAX_PENDING,
     max_pending_per_source = opts.max_pending_per_source or M.MAX_PENDING_PER_SOURCE,
     max_punchers = opts.max_punchers or M.MAX_PUNCHERS,
+    max_punchers_per_source = opts.max_punchers_per_source or M.MAX_PUNCHERS_PER_SOURCE,
     max_remembered = opts.max_remembered or M.MAX_REMEMBERED,
     keypair = nil,
     target = nil,
@@ -72,10 +84,12 @@ function M.new(node, handler, opts)
     pending = 0,
     pending_by_source = {},
     punchers = 0,
+    punchers_by_host = {},
     window = -1, -- the second the admission counts belong to
     admitted = 0,
     admitted_by_source = {},
-    -- sources that completed a handshake are not held back by a flood
+    known_admitted = {}, -- host -> admissions past the budget this second
+    -- hosts that completed a handshake are not held back by a flood
     -- from others (only by their own per-source caps)
     known = cache.new({ env = node.h.env, max_size = opts.max_known_sources or M.MAX_KNOWN_SOURCES, max_age = 10 * 60 * 1000 }),
     holepunches = {},
@@ -185,13 +199,14 @@ function Server:_sweep(now)
   end
 end
 
--- May a new first message from `source` cost a handshake now?
-function Server:_admit(source)
+-- May a new first message from `source` (host:port) cost a handshake now?
+function Server:_admit(source, host)
   local window = math.floor(self.h.env.now() / 1000)
   if window ~= self.window then
     self.window = window
     self.admitted = 0
     self.admitted_by_source = {}
+    self.known_admitted = {}
   end
   local n = self.admitted_by_source[source] or 0
   local st = self.stats
@@ -203,7 +218,11 @@ function Server:_admit(source)
     st.refused_rate = st.refused_rate + 1
     return false, "rate"
   end
-  if not self.known:get(source) then
+  -- a known host skips the budget, but not once per port it sends from
+  local k = self.known:get(host) and (self.known_admitted[host] or 0)
+  if k and k < self.max_handshakes_per_source then
+    self.known_admitted[host] = k + 1
+  else
     -- past half the budget only a source's first two go through
     if self.admitted >= self.max_handshakes or (n >= 2 and self.admitted * 2 >= self.max_handshakes) then
       st.refused_budget = st.refused_budget + 1
@@ -272,13 +291,13 @@ function Server:_on_peer_handshake(msg, req)
   local vouched = msg.peer_address == nil or (self.announcer and self.announcer:is_relay(from))
   local src = vouched and client or from
   local source = src.host .. ":" .. src.port
-  local admitted, why = self:_admit(source)
+  local admitted, why = self:_admit(source, host_key(src.host))
   if not admitted then
     self.stats.refused = self.stats.refused + 1
     if self.onrefuse then self.onrefuse(source, why, self.admitted_by_source[source], req.from, msg.peer_address) end
     return nil
   end
-  hs = self:_add_handshake(k, client, msg.peer_address == nil, source)
+  hs = self:_add_handshake(k, client, msg.peer_address == nil, source, host_key(src.host))
   if not hs then
     -- nothing is kept for a failed handshake
     self.stats.failed = self.stats.failed + 1
@@ -306,14 +325,22 @@ end
 -- A puncher socket for a holepunch that starts, within max_punchers.
 function Server:_open_puncher(hs, remote_firewall)
   if self.closed or hs.settled or self.punchers >= self.max_punchers then return nil end
+  local host = hs.host or ""
+  local n = self.punchers_by_host[host] or 0
+  if n >= self.max_punchers_per_source then return nil end
   local p = punch.puncher(self.h, self.h:session(), false, remote_firewall)
   if not p then return nil end
   self.punchers = self.punchers + 1
-  p.onclose = function() self.punchers = self.punchers - 1 end
+  self.punchers_by_host[host] = n + 1
+  p.onclose = function()
+    self.punchers = self.punchers - 1
+    local left = self.punchers_by_host[host] - 1
+    self.punchers_by_host[host] = left > 0 and left or nil
+  end
   return p
 end
 
-function Server:_add_handshake(noise, client_address, direct, source)
+function Server:_add_handshake(noise, client_address, direct, source, source_host)
   local h = self.h
   local hs_noise = crypto.noise_ik(false, self.keypair)
   local plain = hs_noise:recv(noise)
@@ -331,7 +358,7 @@ function Server:_add_handshake(noise, client_address, direct, source)
     if not stream then err = ERROR.ABORTED end
   end
   if stream then self.node:_own(stream) end -- node:destroy() ends the handshake task
-  local hs = { done = false, settled = true, source = source, stream = stream }
+  local hs = { done = false, settled = true, source = source, host = source_host, stream = stream }
   local hp_id = (stream and not our_remote) and self:_holepunch_id(hs) or 0
   local function fail()
     if stream then stream:close() end
@@ -367,8 +394,10 @@ function Server:_add_handshake(noise, client_address, direct, source)
   local handshake = { tx = r.tx, rx = r.rx, hash = r.hash, public_key = self.keypair.public_key, remote_public_key = r.remote_public_key }
 
   if remote.firewall == FIREWALL.OPEN and not direct then
-    -- an OPEN client waits for our first packet
+    -- an OPEN client waits for our first packet; the address is only what
+    -- the first message says until the client answers (hs.unproven)
     stream:connect(h:socket().udx, remote.udx.id, client_address.port, client_address.host)
+    hs.unproven = true
   elseif not direct and not our_remote then
     -- we are not reachable: the client holepunches; our puncher socket
     -- opens with the first holepunch round
@@ -384,15 +413,30 @@ function Server:_add_handshake(noise, client_address, direct, source)
     -- the stream (if any) now holds the puncher socket; closing waits for it
     if hs.punch and hs.punch.puncher then hs.punch.puncher:release() end
     local live = ok and not self.closed and not hs.settled
+    local conn
+    if live and hs.unproven then
+      -- we connected to the named address at once: our header goes out
+      -- (the client waits for it), and the handshake stays pending until
+      -- a packet comes back from there; a silent address costs no
+      -- connection and makes nobody known
+      conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
+      local deadline = ludx.now() + HANDSHAKE_INITIAL_TIMEOUT
+      while not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received == 0 and ludx.now() < deadline do
+        stream.readers:wait("dht server first packet", deadline - ludx.now())
+      end
+      live = not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received > 0
+    end
     self:_settle(hs)
     if not live then
+      if conn then conn:close() end
       stream:close()
       return
     end
     hs.done = true
-    self.known:set(hs.source, true)
-    local secretstream = require "ludx.secretstream"
-    local conn = secretstream.wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
+    self.known:set(hs.host, true)
+    if not conn then
+      conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
+    end
     conn.udx_stream = stream
     self.connections = self.connections + 1
     local t = ludx.spawn("dht connection", self.handler, conn)

@@ -289,6 +289,13 @@ function Swarm:_on_server_connection(conn)
   if self.destroyed then return conn:close() end
   local pk = conn.remote_public_key
   local existing = self.all[pk]
+  -- the firewall checked the cap at the handshake; handshakes in flight
+  -- at once all passed it, so it holds here too (a replaced server
+  -- connection frees its own slot)
+  if self.server_connections >= self.max_server_connections and not (existing and not existing.client) then
+    self.counters.server_refused = self.counters.server_refused + 1
+    return conn:close()
+  end
   if existing then
     self.counters.duplicates = self.counters.duplicates + 1
     local old = existing.conn
