@@ -506,20 +506,36 @@ function Stream:ready(timeout)
   end
 end
 
---- Waits until the peer's id/header frame has arrived: the peer holds its
--- end of the stream (a hyperdht server that connects on the client's first
--- packet has accepted it). true, or nil, msg, code.
+--- Waits until both id/header frames are through: the peer's has arrived
+-- and ours is written (over a udx stream: and acknowledged), so both ends
+-- hold the stream and each has had a packet from the other (a hyperdht
+-- server that accepts on the client's first packet has accepted it).
+-- true, or nil, msg, code.
 function Stream:wait_header(timeout)
   ludx.check_timeout(timeout, "wait_header")
   local deadline = deadline_of(timeout)
-  while true do
+  while not self.header_in do
     local r, msg, code = dead(self)
     if r == nil then return nil, msg, code end
-    if self.header_in then return true end
     if self.eof then return nil, "Invalid header message received: the stream ended before it", "EHEADER" end
     local ok, m, c = self.header_waiters:wait("secretstream header", left(deadline), "wait_header")
     if ok == nil and c then return nil, m, c end
   end
+  -- our header went out under the lock, before any other frame
+  local ok, m, c = lock(self, deadline, "wait_header")
+  if not ok then return nil, m, c end
+  unlock(self)
+  if self.fused then
+    ok, m, c = self.raw:flush(left(deadline))
+    if not ok then
+      local r, msg, code = dead(self)
+      if r == nil then return nil, msg, code end
+      return nil, m, c
+    end
+  end
+  local r, msg, code = dead(self)
+  if r == nil then return nil, msg, code end
+  return true
 end
 
 local function take(self, max)

@@ -90,7 +90,7 @@ function C1:destroy() end
 ---@return string? code
 function C1:wait_closed(timeout) end
 
---- Waits until the peer's id/header frame has arrived (the peer holds its end of the stream).
+--- Waits until the peer's id/header frame has arrived and ours is written (over a udx stream: acknowledged); both ends hold the stream.
 ---@param timeout? number
 ---@return true? ok
 ---@return string? err
