@@ -72,6 +72,38 @@ describe("dht connect", function()
     tn:destroy()
   end, 60000))
 
+  it("connect returns once the server holds the connection (relayed and direct)", run(function()
+    -- the server's stream connects on the client's first packet; connect
+    -- must not return before that (ludx.swarm's duplicate rule needs the
+    -- accepting side to have the connection when the dialer's opens)
+    local tn = assert(dht.testnet(4, { timeout = 20000 }))
+    local snode = assert(tn:create_node())
+    local cnode = assert(tn:create_node())
+    local kp = dht.keypair(seed(7))
+    local seen = {}
+    local server = snode:server(function(conn)
+      seen[conn.remote_public_key] = (seen[conn.remote_public_key] or 0) + 1
+      echo(conn)
+    end)
+    assert(server:listen(kp, 20000))
+    local host, port = snode:address()
+    local ways = {
+      relayed = {},
+      direct = { relay_addresses = { { host = host, port = port } } },
+    }
+    for i, way in ipairs({ "relayed", "direct" }) do
+      local ckp = dht.keypair(seed(70 + i))
+      local o = ways[way]
+      o.keypair, o.timeout = ckp, 20000
+      local conn = assert(cnode:connect(kp.public_key, o))
+      assert.are.equal(1, seen[ckp.public_key], way)
+      assert.are.equal(way, roundtrip(conn, way))
+      conn:close()
+    end
+    server:close()
+    tn:destroy()
+  end, 60000))
+
   it("holepunches when both sides are firewalled", run(function()
     local tn = assert(dht.testnet(4, { timeout = 20000 }))
     local snode = assert(tn:create_node({ firewalled = true, quick_firewall = false }))

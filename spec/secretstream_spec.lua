@@ -152,6 +152,43 @@ describe("secretstream", function()
     y:close()
   end))
 
+  it("wait_header returns once the peer's header frame arrived (external and XX)", run(function()
+    local ki, kr = secretstream.keypair(seed(3)), secretstream.keypair(seed(4))
+    local i = C.noise("IK", true, ki, C.NS.PEER_HANDSHAKE, kr.public_key)
+    local r = C.noise("IK", false, kr, C.NS.PEER_HANDSHAKE)
+    r:recv(i:send(""))
+    i:recv(r:send(""))
+    local ri, rr = i:result(), r:result()
+    -- ready at once (the keys are known), but the peer has sent nothing yet
+    local a, b = pipe.pair()
+    local x = secretstream.wrap(a, { initiator = true, handshake = ri })
+    assert.is_true(x:ready(0))
+    local ok, _, code = x:wait_header(50)
+    assert.is_nil(ok)
+    assert.are.equal("ETIMEDOUT", code)
+    -- the peer takes its end: its header frame comes
+    local y = secretstream.wrap(b, { initiator = false, handshake = rr })
+    assert.is_true(x:wait_header(5000))
+    assert.is_true(y:wait_header(5000))
+    assert.is_true(x:wait_header(0))
+    -- a peer that ends before its header: EHEADER, not a wait until timeout
+    local c, d = pipe.pair()
+    local z = secretstream.wrap(c, { initiator = true, handshake = ri })
+    d:finish()
+    ok, _, code = z:wait_header(5000)
+    assert.is_nil(ok)
+    assert.are.equal("EHEADER", code)
+    -- a Noise (XX) handshake: the header follows the last handshake message
+    local p, q = pair()
+    assert.is_true(p:wait_header(5000))
+    assert.is_true(q:wait_header(5000))
+    for _, s in ipairs({ x, y, z, p, q }) do s:close() end
+    -- after close, every call says so
+    ok, _, code = x:wait_header(0)
+    assert.is_nil(ok)
+    assert.are.equal("EPIPE", code)
+  end))
+
   it("queues writes made before the handshake and keeps their order", run(function()
     local x, y = pair()
     for i = 1, 5 do assert(x:write("w" .. i)) end

@@ -21,7 +21,7 @@
 --   })
 --   ss:ready([timeout]) ss:read([max][, timeout]) ss:write(data[, timeout])
 --   ss:recv_message([timeout]) ss:send_message(data[, timeout])
---   ss:finish([timeout]) ss:close() ss:stats()
+--   ss:wait_header([timeout]) ss:finish([timeout]) ss:close() ss:stats()
 --   ss.public_key, ss.remote_public_key, ss.handshake_hash (once ready)
 --
 -- Errors are nil, msg, code. A stream that fails (bad input, handshake
@@ -123,6 +123,7 @@ end
 local function wake_everyone(self)
   self.readers:wake_all(false)
   self.ready_waiters:wake_all(false)
+  self.header_waiters:wake_all(false)
   self.lock_waiters:wake_all(false)
   self.pump_waiters:wake_all(false)
   self.keepalive_waiters:wake_all(false)
@@ -275,6 +276,14 @@ end
 ---------------------------------------------------------------------------
 -- The reader task.
 
+-- The peer's id/header frame was accepted: wake wait_header().
+local function check_header(self)
+  if self.framer:ready() then
+    self.header_in = true
+    self.header_waiters:wake_all(true)
+  end
+end
+
 local function over_highwater(self)
   return self.rbytes + (self.rtail - self.rhead + 1) * ENTRY_COST >= READ_HIGHWATER
 end
@@ -311,6 +320,7 @@ local function pump_udx(self)
     end
     if self.err or self.closed then return end
     local data, used, code = framer:feed_udx(h, nil, self.mode ~= "bytes")
+    if not self.header_in and data ~= nil then check_header(self) end
     if data == false then
       raw:wait_readable()
     elseif data == nil then
@@ -347,6 +357,7 @@ local function pump(self)
     local data, hmsg, hcode = framer:feed(chunk, one)
     while true do
       if data == nil then return fail(self, hmsg, hcode) end
+      if not self.header_in and self.keyed then check_header(self) end
       if #data > 0 then push_plain(self, data) end
       if hmsg ~= nil then
         local ok, m, c = on_handshake_message(self, hmsg)
@@ -432,6 +443,7 @@ function M.wrap(raw, opts)
     rbuf = {}, rhead = 1, rtail = 0, rbytes = 0,
     pending = {}, pending_bytes = 0,
     readers = ludx.waiters(), ready_waiters = ludx.waiters(), lock_waiters = ludx.waiters(),
+    header_waiters = ludx.waiters(), header_in = false,
     pump_waiters = ludx.waiters(), keepalive_waiters = ludx.waiters(), close_waiters = ludx.waiters(),
     last_write = now(),
     raw_bytes_in = 0, keepalives_out = 0,
@@ -492,6 +504,38 @@ function Stream:ready(timeout)
     local ok, m, c = self.ready_waiters:wait("secretstream handshake", left(deadline), "ready")
     if ok == nil and c then return nil, m, c end
   end
+end
+
+--- Waits until both id/header frames are through: the peer's has arrived
+-- and ours is written (over a udx stream: and acknowledged), so both ends
+-- hold the stream and each has had a packet from the other (a hyperdht
+-- server that accepts on the client's first packet has accepted it).
+-- true, or nil, msg, code.
+function Stream:wait_header(timeout)
+  ludx.check_timeout(timeout, "wait_header")
+  local deadline = deadline_of(timeout)
+  while not self.header_in do
+    local r, msg, code = dead(self)
+    if r == nil then return nil, msg, code end
+    if self.eof then return nil, "Invalid header message received: the stream ended before it", "EHEADER" end
+    local ok, m, c = self.header_waiters:wait("secretstream header", left(deadline), "wait_header")
+    if ok == nil and c then return nil, m, c end
+  end
+  -- our header went out under the lock, before any other frame
+  local ok, m, c = lock(self, deadline, "wait_header")
+  if not ok then return nil, m, c end
+  unlock(self)
+  if self.fused then
+    ok, m, c = self.raw:flush(left(deadline))
+    if not ok then
+      local r, msg, code = dead(self)
+      if r == nil then return nil, msg, code end
+      return nil, m, c
+    end
+  end
+  local r, msg, code = dead(self)
+  if r == nil then return nil, msg, code end
+  return true
 end
 
 local function take(self, max)

@@ -183,7 +183,7 @@ function C1:mutable_get(public_key, opts) end
 ---@return ludx.dht.Server server
 function C1:server(handler, opts) end
 
---- Connects to the server with this key, through the DHT (relayed handshake, holepunching when needed). opts: keypair, timeout, relay_addresses.
+--- Connects to the server with this key, through the DHT (relayed handshake, holepunching when needed). Returns once the server holds the connection (its header arrived). opts: keypair, timeout, relay_addresses.
 ---@param public_key string
 ---@param opts? table
 ---@return ludx.secretstream.Stream? conn

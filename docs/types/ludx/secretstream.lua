@@ -90,6 +90,13 @@ function C1:destroy() end
 ---@return string? code
 function C1:wait_closed(timeout) end
 
+--- Waits until the peer's id/header frame has arrived and ours is written (over a udx stream: acknowledged); both ends hold the stream.
+---@param timeout? number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C1:wait_header(timeout) end
+
 --- The raw stream's stats plus frames_in/out, keepalives, plaintext_in/out.
 ---@return table stats
 function C1:stats() end

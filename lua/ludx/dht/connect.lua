@@ -151,7 +151,7 @@ function M.connect(node, public_key, opts, timeout)
   local remote_id = sp.udx.id
   local holepunchable = sp.holepunch ~= nil and #(sp.holepunch.relays or {}) > 0
   if not res.relayed then
-    -- the server's own node answered: it connects to us as we connect to it
+    -- the server's own node answered
     stream:connect(h:socket().udx, remote_id, res.address.port, res.address.host)
   elseif sp.firewall == FIREWALL.OPEN or not holepunchable then
     local addr = first_remote_address(sp.addresses4, res.server_address)
@@ -198,6 +198,20 @@ function M.connect(node, public_key, opts, timeout)
     handshake = { tx = r.tx, rx = r.rx, hash = r.hash, public_key = keypair.public_key, remote_public_key = public_key },
   })
   conn.udx_stream = stream
+  -- A ludx server holds no connection (its handler has not run) until a
+  -- packet of ours arrives: when we connect to it (direct, or it is OPEN)
+  -- its stream connects on our first packet; when it connects to us (we
+  -- are OPEN) it waits for a packet back. We return once its header has
+  -- arrived and ours is acknowledged, so a caller that sees the connection
+  -- open knows the server has it too, as with Node's hyperdht (it emits a
+  -- direct connection at the handshake). ludx.swarm's duplicate rule needs
+  -- that order: the accepting side decides before the dialer's opens.
+  local ok, m, c = conn:wait_header(math.min(PASSIVE_TIMEOUT, left() or PASSIVE_TIMEOUT))
+  if not ok then
+    conn:close()
+    if c == "ETIMEDOUT" then return nil, "the server did not answer on the stream", "PEER_CONNECTION_FAILED" end
+    return nil, m, c
+  end
   return conn
 end
 
