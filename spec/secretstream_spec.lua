@@ -441,7 +441,7 @@ describe("secretstream misuse", function()
     assert.has_error(function() secretstream.wrap(a, { initiator = true, keypair = { public_key = "x" } }) end,
       "bad argument 'opts.keypair.public_key' to 'wrap' (32-byte string expected, got 1 bytes)")
     assert.has_error(function() secretstream.wrap(a, { initiator = true, remote_public_key = 5 }) end,
-      "bad argument 'opts.remote_public_key' to 'wrap' (32-byte string expected, got number)")
+      "bad argument 'opts.remote_public_key' to 'wrap' (32-byte string expected, got number 5)")
     assert.has_error(function() secretstream.wrap(a, { initiator = true, pattern = "NN" }) end,
       "bad argument 'opts.pattern' to 'wrap' ('XX' or 'IK' expected, got NN)")
     assert.has_error(function() secretstream.wrap(a, { initiator = true, pattern = "IK" }) end)

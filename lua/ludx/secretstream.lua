@@ -49,7 +49,7 @@ local C = require("ludx.core").crypto
 local M = {}
 M.MAX_WRITE = C.MAX_WRITE
 
-local type, tostring, select, unpack, concat = type, tostring, select, unpack, table.concat
+local type, tostring, unpack, concat = type, tostring, unpack, table.concat
 local now = ludx.now
 
 -- The reader task stops pulling raw bytes while this much plaintext waits
@@ -79,26 +79,11 @@ Stream.__tostring = function(s)
     state, short(s.public_key), short(s.remote_public_key), over)
 end
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
-
-local function argerr(name, fname, expected, got)
-  error("bad argument '" .. name .. "' to '" .. fname .. "' (" .. expected .. " expected, got " .. got .. ")", 3)
-end
-
-local function check_bytes(v, len, name, fname, optional)
-  if v == nil and optional then return nil end
-  if type(v) ~= "string" or #v ~= len then
-    argerr(name, fname, len .. "-byte string", type(v) == "string" and #v .. " bytes" or type(v))
-  end
-  return v
-end
-
+-- argument errors point at the caller's line (ludx.check)
+local check = require "ludx.check"
+local pack, argerr, check_bytes = check.pack, check.fail, check.bytes
 local function check_ms(v, name, fname)
-  if v == nil then return nil end
-  if type(v) ~= "number" or v < 0 or v ~= v then argerr(name, fname, "non-negative number of ms", tostring(v)) end
-  return v
+  return check.timeout(v, fname, name)
 end
 
 function M.keypair(seed)
@@ -107,15 +92,7 @@ function M.keypair(seed)
   return { public_key = pk, secret_key = sk }
 end
 
-local function deadline_of(timeout)
-  return timeout and now() + timeout
-end
-
-local function left(deadline)
-  if not deadline then return nil end
-  local t = deadline - now()
-  return t > 0 and t or 0
-end
+local deadline_of, left = check.deadline, check.left
 
 ---------------------------------------------------------------------------
 -- Failure and shutdown.

@@ -9,7 +9,6 @@
 -- client that is OPEN (the server connects to us; we wait for its first
 -- packet); otherwise holepunching (ludx.dht.holepunch) through the
 -- server's relay, and the stream runs on the puncher socket.
-local ludx = require "ludx"
 local compact = require "ludx.compact"
 local crypto = require "ludx.dht.crypto"
 local hm = require "ludx.dht.hyperdht_messages"
@@ -131,9 +130,10 @@ function M.connect(node, public_key, opts, timeout)
   local await = require("ludx.dht")._await
   local keypair = opts.keypair or node.keypair
   local target = crypto.hash(public_key)
-  local deadline = timeout and (ludx.now() + timeout) or nil
+  local check = require "ludx.check"
+  local deadline = check.deadline(timeout)
   local function left()
-    return deadline and math.max(0, deadline - ludx.now()) or nil
+    return check.left(deadline)
   end
 
   local stream, sid = server_mod.new_stream()
