@@ -4,17 +4,28 @@
 --   ludx examples/chat.lua --bootstrap H:P [ROOM]   joins ROOM (default "lobby")
 --   ludx examples/chat.lua                          two peers here, on a local DHT
 --
--- The room's topic is BLAKE2b-256 of its name. On a connection each message
--- is one line of UTF-8 text ending in "\n" (examples/node/chat.js speaks
--- the same, with Node's hyperswarm). Ctrl-D (end of input) leaves.
+--   --nick NAME   sent to the peers in the handshake (default: none)
+--
+-- The protocol (examples/node/chat.js speaks the same, with Node's
+-- hyperswarm and protomux): the room's topic is BLAKE2b-256 of its name. On
+-- each swarm connection both sides open one protomux channel, protocol
+-- "ludx-chat/1", no id; its handshake is a compact-encoding string (the
+-- nickname, or empty) and it has one message type, a compact-encoding string:
+-- one chat line, without its newline. A receiver keeps at most 64 KiB of a
+-- line; a frame much longer ends the connection. Closing the channel leaves
+-- the chat with that peer. Ctrl-D (end of input) leaves.
 local ludx = require "ludx"
 local dht = require "ludx.dht"
 local swarm = require "ludx.swarm"
 local crypto = require "ludx.crypto"
 local stdin = require "ludx.stdin"
+local protomux = require "ludx.protomux"
+local compact = require "ludx.compact"
 local core = ludx.core
 
-local MAX_LINE = 64 * 1024 -- a peer that sends a longer line is cut off
+local PROTOCOL = "ludx-chat/1"
+local MAX_LINE = 64 * 1024 -- bytes of a line kept (sent and shown)
+local MAX_FRAME = MAX_LINE + 4096 -- a longer protomux frame ends the connection
 
 -- Peer lines print above the line being typed (on a terminal).
 local function show(text)
@@ -30,24 +41,39 @@ local function short(key)
   return crypto.hex(key):sub(1, 8)
 end
 
--- Calls on_line(line) for each line the connection carries; returns at the end.
-local function lines(conn, on_line)
-  local buf = ""
+-- Opens the chat channel on a swarm connection: the channel and the remote's
+-- nickname and the mux once both sides opened it, or nil (the mux and
+-- connection end).
+local function open_chat(conn, nick)
+  local mux = protomux.from(conn, { max_message_size = MAX_FRAME })
+  local ch = mux:channel({ protocol = PROTOCOL, handshake = compact.string, messages = { compact.string } })
+  if ch and ch:open(nick or "") then
+    local their_nick = ch:opened(30000)
+    if their_nick then return ch, their_nick, mux end
+  end
+  mux:destroy()
+  return nil
+end
+
+-- Calls on_line(line) for each chat line of the channel; returns once it closed.
+local function lines(ch, on_line)
   while true do
-    local data = conn:read()
-    if not data then return end
-    buf = buf .. data
-    for line in buf:gmatch("([^\n]*)\n") do on_line(line) end
-    buf = buf:match("[^\n]*$")
-    if #buf > MAX_LINE then return end
+    local i, line = ch:recv()
+    if not i then return end
+    if i == 1 then on_line(line:sub(1, MAX_LINE)) end
   end
 end
 
+local function say(ch, line)
+  return ch:send(1, line:sub(1, MAX_LINE))
+end
+
 local function main()
-  local bootstrap, room
+  local bootstrap, room, nick
   for i = 1, #arg do
     if arg[i] == "--bootstrap" then bootstrap = arg[i + 1]
-    elseif arg[i - 1] ~= "--bootstrap" then room = arg[i] end
+    elseif arg[i] == "--nick" then nick = arg[i + 1]
+    elseif arg[i - 1] ~= "--bootstrap" and arg[i - 1] ~= "--nick" then room = arg[i] end
   end
   room = room or "lobby"
   local topic = dht.hash(room)
@@ -58,12 +84,16 @@ local function main()
     local bob = assert(swarm.new({ dht = assert(tn:create_node()) }))
     local heard = ludx.queue()
     alice:on_connection(function(conn)
-      conn:write("hello bob\n")
-      lines(conn, function(line) heard:put("alice hears: " .. line) end)
+      local ch = open_chat(conn, "alice")
+      if not ch then return end
+      say(ch, "hello bob")
+      lines(ch, function(line) heard:put("alice hears: " .. line) end)
     end)
     bob:on_connection(function(conn)
-      conn:write("hello alice\n")
-      lines(conn, function(line) heard:put("bob hears: " .. line) end)
+      local ch = open_chat(conn, "bob")
+      if not ch then return end
+      say(ch, "hello alice")
+      lines(ch, function(line) heard:put("bob hears: " .. line) end)
     end)
     assert(alice:join(topic):flushed())
     assert(bob:join(topic):flushed())
@@ -77,17 +107,20 @@ local function main()
   end
 
   local sw = assert(swarm.new({ bootstrap = { bootstrap }, port = 0 }))
-  local peers = {} -- conn -> true
+  local peers = {} -- channel -> true, once open on both sides
   sw:on_connection(function(conn, info)
     local who = short(info.public_key)
-    peers[conn] = true
-    show(who .. " joined")
-    lines(conn, function(line) show(who .. ": " .. line) end)
-    peers[conn] = nil
+    local ch, their_nick, mux = open_chat(conn, nick)
+    if not ch then return end
+    peers[ch] = true
+    show(who .. " joined" .. (their_nick ~= "" and " (" .. their_nick .. ")" or ""))
+    lines(ch, function(line) show(who .. ": " .. line) end)
+    peers[ch] = nil
+    mux:destroy()
     show(who .. " left")
   end)
   local typist = stdin.watch(function(line)
-    for conn in pairs(peers) do conn:write(line .. "\n") end
+    for ch in pairs(peers) do say(ch, line) end
   end, function() end)
   sw:join(topic)
   show("joined " .. room .. " as " .. short(sw.keypair.public_key))
