@@ -3,11 +3,16 @@
 -- Node swarm meet on a topic both ways (ludx server / Node client and the
 -- reverse) and both as client+server at once, with exactly one connection
 -- on each side; bytes flow both ways, hash-checked. A DHT of ludx nodes
--- only serves two Node swarms that find each other through it.
+-- only serves two Node swarms that find each other through it. Over a
+-- swarm connection a ludx protomux channel and a Node protomux channel
+-- carry several hundred messages of two types each way, in order, and a
+-- close from either side is seen by the other.
 local ludx = require "ludx"
 local dht = require "ludx.dht"
 local swarm = require "ludx.swarm"
 local crypto = require "ludx.crypto"
+local protomux = require "ludx.protomux"
+local compact = require "ludx.compact"
 local node = require "interop.node"
 local H = require "helper"
 local run = H.run
@@ -224,6 +229,70 @@ describe("interop with Node hyperswarm", function()
     b:close()
     tn:destroy()
   end, 120000))
+
+  for _, closer in ipairs({ "ludx", "Node" }) do
+    it("a protomux channel over the swarm connection: 300 messages of two types each way in order, "
+      .. closer .. " closes", run(function()
+      local N = 300
+      local peer = assert(node.start("swarm-peer.js", { size = 4, seed = hex(seed(10)), mux = N,
+        muxClose = closer == "Node" }, 60000))
+      local sw = assert(swarm.new({ bootstrap = bootstrap_of(peer), host = "127.0.0.1", port = 0, firewalled = false,
+        keypair = dht.keypair(seed(11)) }))
+      local q = ludx.queue()
+      sw:on_connection(function(conn)
+        local mux = protomux.from(conn)
+        local ch = assert(mux:channel({ protocol = "swarm-interop/1", handshake = compact.string,
+          messages = { compact.string, compact.uint } }))
+        assert(ch:open("ludx hello"))
+        local hs = assert(ch:opened(30000))
+        local sender = ludx.spawn("mux sender", function()
+          for i = 1, N do
+            assert(ch:send(1, "ludx line " .. i))
+            assert(ch:send(2, i))
+          end
+        end)
+        local got = {}
+        for _ = 1, 2 * N do
+          local i, v = ch:recv(30000)
+          if not i then break end
+          got[#got + 1] = { i, v }
+        end
+        sender:join(30000)
+        if closer == "ludx" then ch:close() end
+        local after, _, code = ch:recv(30000) -- nil once closed (by either side)
+        q:put({ handshake = hs, got = got, after = after, code = code, closed = ch.closed })
+      end)
+      local topic = dht.hash("swarm interop protomux " .. closer)
+      assert(call(peer, { cmd = "join", topic = hex(topic), server = true, client = false }, 30000))
+      assert(sw:join(topic, { server = false, client = true }):flushed(30000))
+      local open = assert(expect(peer, "mux-open", 30000))
+      assert.equals("ludx hello", open.handshake)
+      assert.equals(hex(sw.keypair.public_key), open.remotePublicKey)
+      -- ludx received Node's messages in order, then saw the close
+      local mine = assert(q:get(60000))
+      assert.equals("node hello", mine.handshake)
+      assert.equals(2 * N, #mine.got)
+      for k = 1, N do
+        assert.same({ 1, "node line " .. k }, mine.got[2 * k - 1])
+        assert.same({ 2, k }, mine.got[2 * k])
+      end
+      assert.is_nil(mine.after)
+      assert.is_nil(mine.code)
+      assert.is_true(mine.closed)
+      -- Node received ours in order, then saw the close
+      for k = 1, N do
+        local a = assert(expect(peer, "mux-message", 30000))
+        assert.same({ 0, "ludx line " .. k }, { a.type, a.value })
+        local b = assert(expect(peer, "mux-message", 30000))
+        assert.same({ 1, k }, { b.type, b.value })
+      end
+      local closed = assert(expect(peer, "mux-close", 30000))
+      assert.equals(closer == "ludx", closed.isRemote)
+      assert.equals(2 * N, closed.received)
+      sw:close(5000)
+      peer:close()
+    end, 120000))
+  end
 
   it("examples/chat.lua and examples/node/chat.js talk in one room", run(function()
     local process = require "ludx.process"

@@ -8,11 +8,14 @@
 //
 // Each connection: with bytes >= 0 it sends `bytes` bytes of the test data
 // (dataSeed), ends, reads to the end and prints "done" with both hashes;
-// with bytes < 0 it holds the connection open and only reads.
+// with bytes < 0 it holds the connection open and only reads. With mux > 0
+// it speaks protomux instead: see muxConnection.
 
 const Hyperswarm = require('hyperswarm')
 const HyperDHT = require('hyperdht')
 const createTestnet = require('@hyperswarm/testnet')
+const Protomux = require('protomux')
+const c = require('compact-encoding')
 const { parseArgs, emit, exit, errorInfo, watchStdin, Prng, Counter, hexKey } = require('./common')
 
 const DEFAULTS = {
@@ -23,6 +26,8 @@ const DEFAULTS = {
   bytes: -1,
   dataSeed: 1,
   backoffs: '', // "s,m,l,x" ms, for quick reconnects in tests
+  mux: 0, // > 0: a protomux channel per connection, this many messages of each type each way
+  muxClose: false, // we close the channel once the remote's messages all came
   watchStdin: true
 }
 
@@ -39,11 +44,46 @@ function parseBootstrap(list) {
   })
 }
 
+// Protomux mode: one channel "swarm-interop/1" (handshake a string, message
+// types string and uint). Once open it sends mux messages of each type,
+// interleaved ("node line I" then I, for I = 1..mux), prints every message
+// received as {"event":"mux-message","type","value"} (0-based type), and
+// {"event":"mux-close","isRemote","received"} when the channel closes; with
+// muxClose it closes the channel after the remote's 2*mux messages.
+function muxConnection(conn, remote) {
+  const mux = Protomux.from(conn)
+  let received = 0
+  const got = () => {
+    received++
+    if (o.muxClose && received === 2 * o.mux) channel.close()
+  }
+  const channel = mux.createChannel({
+    protocol: 'swarm-interop/1',
+    handshake: c.string,
+    messages: [
+      { encoding: c.string, onmessage: (value) => { emit({ event: 'mux-message', type: 0, value }); got() } },
+      { encoding: c.uint, onmessage: (value) => { emit({ event: 'mux-message', type: 1, value }); got() } }
+    ],
+    onopen(handshake) {
+      emit({ event: 'mux-open', remotePublicKey: remote, handshake })
+      for (let i = 1; i <= o.mux; i++) {
+        channel.messages[0].send('node line ' + i)
+        channel.messages[1].send(i)
+      }
+    },
+    onclose(isRemote) {
+      emit({ event: 'mux-close', remotePublicKey: remote, isRemote, received })
+    }
+  })
+  channel.open('node hello')
+}
+
 function onConnection(conn, info) {
   const remote = conn.remotePublicKey.toString('hex')
   emit({ event: 'connection', remotePublicKey: remote, isInitiator: conn.isInitiator, client: info.client })
   conn.on('error', (err) => emit({ event: 'conn-error', remotePublicKey: remote, expected: true, ...errorInfo(err) }))
   conn.on('close', () => emit({ event: 'close', remotePublicKey: remote }))
+  if (o.mux > 0) return muxConnection(conn, remote)
   const got = new Counter()
   conn.on('data', (buf) => got.update(buf))
   if (o.bytes < 0) return
