@@ -37,14 +37,20 @@ local function drain(sock, ms)
 end
 
 -- A ping round trip from sock: everything sock sent before was handled.
+-- The ping is sent again each second (UDP, and a node past one of its rate
+-- caps drops requests), within 30 s.
 local function sync(sock, port, tid)
-  assert(sock:send(msgs.encode_request({ tid = tid, to = { host = LOCAL, port = port }, internal = true, command = msgs.PING }), port, LOCAL))
-  local deadline = ludx.now() + 10000
+  local ping = msgs.encode_request({ tid = tid, to = { host = LOCAL, port = port }, internal = true, command = msgs.PING })
+  local deadline = ludx.now() + 30000
   while ludx.now() < deadline do
-    local d = sock:recv(deadline - ludx.now())
-    if d and d:byte(1) == msgs.RESPONSE_ID then
-      local _, m = msgs.decode(d)
-      if m and m.tid == tid then return true end
+    assert(sock:send(ping, port, LOCAL))
+    local again = math.min(deadline, ludx.now() + 1000)
+    while ludx.now() < again do
+      local d = sock:recv(again - ludx.now())
+      if d and d:byte(1) == msgs.RESPONSE_ID then
+        local _, m = msgs.decode(d)
+        if m and m.tid == tid then return true end
+      end
     end
   end
   error("no ping reply")
