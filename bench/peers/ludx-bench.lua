@@ -104,8 +104,14 @@ local function send(stream, raw, o)
   local t1 = wall_ms()
   local u1, s1 = cpu_ms()
   if not err and not o.secret then stream:finish(o.timeoutMs) end
-  -- the remote ends its half once it has everything
-  while stream:read(nil, o.timeoutMs) do end
+  -- the remote ends its half once it has everything. Driven by a harness,
+  -- the end is read only once the harness releases us (after the other
+  -- end's done line): reading it lets the stream close, and a closed stream
+  -- no longer acknowledges a retransmitted END whose first ack was lost
+  -- (a 5%-loss path lost it, and udx-native gave up with ETIMEDOUT)
+  if not o.watchStdin then
+    while stream:read(nil, o.timeoutMs) do end
+  end
   return { bytes = o.bytes, hash = hash, t_start = t0, t_end = t1, ms = t1 - t0, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }, err
 end
 
@@ -234,7 +240,12 @@ local function main(argv)
   emit(r)
   if err then status = 1 end
   done = true
-  if o.watchStdin then released:get(10000) end
+  if o.watchStdin then
+    released:get(10000)
+    if sender then
+      while stream:read(nil, 1000) do end
+    end
+  end
   raw:close()
   sock:close()
   os.exit(status)
