@@ -401,6 +401,18 @@ on_connection (uv_stream_t *h, int status) {
   ludx_rt_post(s->rt, ev_connection, s->ref, s->pending, 0);
 }
 
+// The new server as a Lua object, or (err < 0) the server closed and the error.
+static int
+push_server (lua_State *L, tcp_server_t *s, int err) {
+  if (err < 0) {
+    s->life.released = 1;
+    server_close(s);
+    return ludx_push_uv_error(L, err);
+  }
+  ludx_new_object(L, SERVER_MT, s);
+  return 1;
+}
+
 // core.tcp_listen(host, port, ref [, backlog]) -> server
 static int
 l_listen (lua_State *L) {
@@ -423,13 +435,7 @@ l_listen (lua_State *L) {
   int err = uv_tcp_bind(&s->handle, (struct sockaddr *) &addr, 0);
   if (err == 0)
     err = uv_listen((uv_stream_t *) &s->handle, backlog, on_connection);
-  if (err < 0) {
-    s->life.released = 1;
-    server_close(s);
-    return ludx_push_uv_error(L, err);
-  }
-  ludx_new_object(L, SERVER_MT, s);
-  return 1;
+  return push_server(L, s, err);
 }
 
 static tcp_server_t *
@@ -535,13 +541,7 @@ l_unix_listen (lua_State *L) {
     err = UV_EPERM;
   if (err == 0)
     err = uv_listen((uv_stream_t *) &s->pipe, backlog, on_connection);
-  if (err < 0) {
-    s->life.released = 1;
-    server_close(s);
-    return ludx_push_uv_error(L, err);
-  }
-  ludx_new_object(L, SERVER_MT, s);
-  return 1;
+  return push_server(L, s, err);
 }
 
 // core.unix_connect(path, ref) -> conn (the connect completes later)

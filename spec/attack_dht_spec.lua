@@ -20,11 +20,7 @@ local function say(fmt, ...)
   io.stderr:write("  [attack dht] ", string.format(fmt, ...), "\n")
 end
 
-local function req(port, m)
-  m.to = { host = "127.0.0.1", port = port }
-  m.tid = m.tid or 1
-  return msgs.encode_request(m)
-end
+local req = require("hardening_util").dht_request
 
 -- Reads what sock gets until it is quiet for quiet_ms; returns bytes,
 -- datagrams and the list of decoded responses.

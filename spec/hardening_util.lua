@@ -137,4 +137,12 @@ function U.describe(r)
     err and (" err=" .. tostring(err[2]) .. " (" .. tostring(err[1]) .. ")") or "")
 end
 
+--- A dht-rpc request to 127.0.0.1:port, encoded (m: the request fields;
+-- tid 1 unless given). For the hostile peers of the DHT specs and tools.
+function U.dht_request(port, m)
+  m.to = { host = "127.0.0.1", port = port }
+  m.tid = m.tid or 1
+  return require("ludx.dht.messages").encode_request(m)
+end
+
 return U

@@ -30,11 +30,7 @@ local function out(fmt, ...)
   io.flush()
 end
 
-local function req(port, m)
-  m.to = { host = "127.0.0.1", port = port }
-  m.tid = m.tid or 1
-  return msgs.encode_request(m)
-end
+local req = U.dht_request
 
 local function drain(sock, quiet)
   local bytes = 0
