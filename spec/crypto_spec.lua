@@ -4,6 +4,11 @@
 local crypto = require "ludx.crypto"
 local C = require("ludx.core").crypto
 
+-- Flips one bit of the last byte: writing a fixed byte there left a random tag unchanged 1 time in 256.
+local function flip_last(s)
+  return s:sub(1, -2) .. string.char(require("bit").bxor(s:byte(-1), 1))
+end
+
 local hex, unhex = crypto.hex, crypto.unhex
 
 local function seed(n) return string.rep(string.char(n), 32) end
@@ -252,7 +257,7 @@ describe("Noise handshake", function()
       else
         a:recv(m2)
         local m3 = a:send()
-        assert.are.equal("EHANDSHAKE", select(3, b:recv(m3:sub(1, -2) .. "\0")))
+        assert.are.equal("EHANDSHAKE", select(3, b:recv(flip_last(m3))))
       end
     end
 
@@ -436,7 +441,7 @@ describe("unordered datagrams", function()
     assert.are_not.equal(d, d2)
     assert.are.equal("pong", i:open(r:seal("pong")))
     assert.are.equal("EDECRYPT", select(3, i:open(d)))
-    assert.are.equal("EDECRYPT", select(3, r:open(d:sub(1, -2) .. "\0")))
+    assert.are.equal("EDECRYPT", select(3, r:open(flip_last(d))))
     assert.are.equal("EFRAME", select(3, r:open(string.rep("x", 23))))
     assert.are.equal("", r:open(i:seal("")))
   end)
