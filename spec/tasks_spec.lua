@@ -83,14 +83,16 @@ describe("tasks", function()
   end))
 
   it("timers fire in deadline order", run(function()
-    local order = {}
+    local order, tasks = {}, {}
     for _, ms in ipairs({ 30, 10, 20, 0 }) do
-      ludx.spawn("s" .. ms, function()
+      tasks[#tasks + 1] = ludx.spawn("s" .. ms, function()
         ludx.sleep(ms)
         order[#order + 1] = ms
       end)
     end
-    ludx.sleep(50)
+    -- joined, not a fixed sleep(50): the tasks set their timers a pass after
+    -- that sleep, and a 20 ms stall in between (a loaded machine) woke it first
+    for _, t in ipairs(tasks) do t:join() end
     assert.are.same({ 0, 10, 20, 30 }, order)
   end))
 

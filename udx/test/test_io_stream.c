@@ -242,8 +242,12 @@ test_keepalive (void) {
   io_connect(a, A, 2, B, "127.0.0.1");
   io_connect(b, B, 1, A, "127.0.0.1");
   udx_stream_set_keepalive(a, 20);
-  int never = 0;
-  io_run_until(&e.loop, &never, 1, 500);
+  // Until 15 each way (~10 s guard), not a fixed 500 ms: a stalled process
+  // (loaded CI) sent fewer in that time.
+  for (int i = 0; i < 2000 && (udx_stream_stats(a)->packets_sent < 15 || udx_stream_stats(b)->packets_sent < 15); i++) {
+    int never = 0;
+    io_run_until(&e.loop, &never, 1, 5);
+  }
   CHECK(udx_stream_stats(a)->packets_sent >= 15);
   CHECK(udx_stream_stats(b)->packets_sent >= 15); // answers
   udx_stream_destroy(a);
