@@ -378,6 +378,122 @@ describe("attack: share server", function()
     end, 60000))
   end)
 
+  -- A local user who can write inside the shared folder swaps a folder for
+  -- a link to one outside it, at a fixed point of the walk or of the
+  -- hashing (hooks, no race). Both ways of resolving a path run: openat2
+  -- (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) and the O_NOFOLLOW walk.
+  describe("a folder swapped for a link while sharing", function()
+    local had = core.fs_openat2()
+    local modes = had and { true, false } or { false }
+    after_each(function() core.fs_openat2(had) end)
+
+    local function tree()
+      local base = newdir()
+      local src, outside = base .. "/src", base .. "/outside"
+      local secret = "SECRET-" .. string.rep("s", 100)
+      write(outside .. "/f", secret)
+      write(outside .. "/g", secret)
+      write(src .. "/a.txt", "first file, hashed before sub/f")
+      write(src .. "/sub/f", "inside")
+      local function swap()
+        assert(os.execute("rm -rf '" .. src .. "/sub' && ln -s '" .. outside .. "' '" .. src .. "/sub'") == 0)
+      end
+      return src, outside, secret, swap
+    end
+
+    local function no_secret(m, secret)
+      for _, f in ipairs(m.files) do
+        assert.are_not.equal(blake2b(secret, 64), f.hash, f.path .. " holds bytes from outside the folder")
+        assert.is_nil(f.path:match("^sub/"), f.path .. " listed from outside the folder")
+      end
+    end
+
+    it("lists nothing outside when the swap comes between two entries of the walk", function()
+      for _, on in ipairs(modes) do
+        core.fs_openat2(on)
+        local src, _, secret, swap = tree()
+        local m = assert(manifest.build(src, {
+          _on_entry = function(path, t)
+            if path == "sub" and t == "directory" then swap() end
+          end,
+        }))
+        no_secret(m, secret)
+        assert.are.same({ "a.txt" }, { m.files[1].path, m.files[2] and m.files[2].path })
+        assert.are.equal("sub", m.skipped[1] and m.skipped[1].path)
+        manifest.close(m)
+      end
+    end)
+
+    it("hashes nothing outside when the swap comes between the walk and the hashing", function()
+      for _, on in ipairs(modes) do
+        core.fs_openat2(on)
+        local src, _, secret, swap = tree()
+        local swapped = false
+        local m, msg = manifest.build(src, {
+          on_bytes = function()
+            if not swapped then
+              swapped = true
+              swap()
+            end
+          end,
+        })
+        assert.is_true(swapped)
+        if m then no_secret(m, secret) end
+        assert.is_nil(m)
+        assert.matches("sub/f", msg, 1, true)
+      end
+    end)
+
+    it("serves nothing outside when the swap comes after hashing", run(function()
+      net()
+      for _, on in ipairs(modes) do
+        core.fs_openat2(on)
+        local src, _, _, swap = tree()
+        local s = assert(share.serve(a, src))
+        assert.are.equal("sub/f", s.manifest.files[2].path)
+        swap()
+        local data, err = raw_get(b, s.key, { { 1, 0, 6 } })
+        assert.are.equal("", data)
+        assert.matches("symbolic link", err)
+        s:close({ fast = true })
+      end
+    end, 60000))
+
+    it("follows a link given as the root (the user's choice), never one below it", run(function()
+      net()
+      local src, outside, secret = tree()
+      local base = src:match("^(.*)/src$")
+      assert(os.execute("ln -s '" .. outside .. "' '" .. src .. "/sub/out'") == 0)
+      assert(os.execute("ln -s src '" .. base .. "/linked' && ln -s src/a.txt '" .. base .. "/linked.txt'") == 0)
+      local s = assert(share.serve(a, base .. "/linked"))
+      assert.are.equal("src", s.manifest.name)
+      assert.are.same({ "a.txt", "sub/f" }, { s.manifest.files[1].path, s.manifest.files[2].path })
+      local dest = newdir() .. "/copy"
+      assert(share.fetch(b, s.key, dest))
+      assert.are.same({ "a.txt", "sub", "sub/f" }, listing(dest))
+      s:close({ fast = true })
+      -- a file root given as a link: the file it points to
+      local one = assert(share.serve(a, base .. "/linked.txt"))
+      assert.are.equal("a.txt", one.manifest.name)
+      local got = assert(share.fetch(b, one.key, newdir() .. "/one.txt"))
+      assert.is_truthy(got)
+      one:close({ fast = true })
+      assert.is_nil(read(dest .. "/sub/out/f"))
+      assert.is_nil((read(dest .. "/sub/f") or ""):find(secret, 1, true))
+    end, 60000))
+
+    it("walks at most max_entries entries", function()
+      local d = newdir()
+      for i = 1, 6 do write(d .. "/f" .. i, "x") end
+      local m, msg, code = manifest.build(d, { max_entries = 5 })
+      assert.is_nil(m)
+      assert.are.equal("E2BIG", code)
+      assert.matches("max_entries", msg)
+      m = assert(manifest.build(d, { max_entries = 6 }))
+      assert.are.equal(6, #m.files)
+    end)
+  end)
+
   describe("resource caps", function()
     local function src_share(size, opts)
       local src = newdir()
