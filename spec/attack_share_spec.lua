@@ -187,8 +187,43 @@ describe("attack: share", function()
       srv:close({ fast = true })
       assert.is_nil(r)
       assert.are.equal("ELOOP", code)
-      assert.matches(case[3] == "b" and "a link" or "resolves outside DEST", msg)
+      assert.matches(case[3] == "b" and "a link" or "a symbolic link inside DEST", msg)
       assert.are.same({}, listing(outside))
+    end
+  end, 60000))
+
+  it("writes no partial file outside DEST when its folder is swapped for a link", run(function()
+    net()
+    local had = core.fs_openat2()
+    for _, on in ipairs(had and { true, false } or { false }) do
+      core.fs_openat2(on)
+      local base = newdir()
+      local dest, outside = base .. "/dest", base .. "/outside"
+      assert(fs.mkdirp(outside))
+      local m = craft("d", "dir", { { path = "a/one", data = "1" }, { path = "b/two", data = ("2"):rep(3 * CHUNK) } })
+      local key, srv = hostile(a, manifest.encode(m), m.files)
+      -- after the first file: .ludx-partial becomes a link to outside; each
+      -- chunk written since is looked for there
+      local seen = {}
+      local r, msg, code = share.fetch(b, key, dest, {
+        window = 1,
+        on_file = function(p)
+          if p == "a/one" then
+            assert(os.execute("rm -rf '" .. dest .. "/.ludx-partial' && ln -s '" .. outside .. "' '" .. dest .. "/.ludx-partial'") == 0)
+          end
+        end,
+        progress = {
+          start = function() end, finish = function() end, stop = function() end,
+          update = function() for _, e in ipairs(listing(outside)) do seen[#seen + 1] = e end end,
+        },
+      })
+      core.fs_openat2(had)
+      srv:close({ fast = true })
+      assert.are.same({}, seen)
+      assert.are.same({}, listing(outside))
+      assert.is_nil(r)
+      assert.are.equal("ELOOP", code)
+      assert.matches("symbolic link inside DEST", msg)
     end
   end, 60000))
 
