@@ -506,7 +506,10 @@ describe("attack: share server", function()
       local dest = newdir() .. "/copy"
       assert(share.fetch(b, s.key, dest))
       assert.are.same({ "a.txt", "sub", "sub/f" }, listing(dest))
+      assert.is_truthy(s.manifest.root)
       s:close({ fast = true })
+      while s.active > 0 do ludx.sleep(5) end -- the transfer's end (bounded by the test's timeout)
+      assert.is_nil(s.manifest.root, "the folder a share built itself is let go with it")
       -- a file root given as a link: the file it points to
       local one = assert(share.serve(a, base .. "/linked.txt"))
       assert.are.equal("a.txt", one.manifest.name)

@@ -273,6 +273,7 @@ local function handle(self, conn)
   end
   close_file(st)
   self.active = self.active - 1
+  self:_release()
   count(self.per_peer, peer, -1)
   count(self.per_address, host, -1)
   self.bytes = self.bytes + st.bytes
@@ -326,12 +327,20 @@ function M.serve(node, m, opts)
   return self
 end
 
+-- A manifest the share built itself (share.serve of a path) holds its
+-- folder open until the share is closed and its last transfer ended.
+function Share:_release()
+  if self.closed and self.own_manifest and self.active == 0 then manifest.close(self.manifest) end
+end
+
 --- Stops announcing and refuses new clients (open transfers go on).
 -- opts.fast skips the unannounce round trip.
 function Share:close(opts)
   if self.closed then return true end
   self.closed = true
-  return self.server:close(opts)
+  local ok, msg, code = self.server:close(opts)
+  self:_release()
+  return ok, msg, code
 end
 
 --- close() without the unannounce round trip. Idempotent.
