@@ -246,6 +246,14 @@ l_close (lua_State *L) {
 #define DIR_MT  "ludx.fs.dir"
 #define REL_MAX 4096 // bytes of a relative path (share paths: ludx.share.paths)
 
+// Folder fds are only ever used as the base of *at calls: O_PATH where
+// there is one (no read permission needed to pass through a folder).
+#ifdef O_PATH
+#define DIR_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
+#else
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+#endif
+
 typedef struct {
   int fd;
 } dirh_t;
@@ -328,7 +336,7 @@ open_parent (int dfd, char *buf, int last) {
   if (use_openat2) {
     struct open_how how;
     memset(&how, 0, sizeof(how));
-    how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+    how.flags = DIR_FLAGS;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
     fd = (int) syscall(SYS_openat2, dfd, buf, &how, sizeof(how));
     if (fd < 0 && errno == ENOSYS)
@@ -348,7 +356,7 @@ open_parent (int dfd, char *buf, int last) {
       char *slash = strchr(c, '/');
       if (slash != NULL)
         *slash = 0;
-      int next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int next = openat(cur, c, DIR_FLAGS | O_NOFOLLOW);
       int e = errno;
       if (slash != NULL)
         *slash = '/';
@@ -421,7 +429,7 @@ push_dir (lua_State *L, int fd) {
 static int
 l_opendir (lua_State *L) {
   const char *path = ludx_check_lstring(L, 1, "path", NULL);
-  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = open(path, DIR_FLAGS);
   if (fd < 0)
     return push_errno(L, errno);
   return push_dir(L, fd);
@@ -435,7 +443,7 @@ dir_opendir (lua_State *L) {
   rel_t r;
   if (resolve(L, d, 2, &r) < 0)
     return 3;
-  int fd = openat(r.pfd, r.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = openat(r.pfd, r.name, DIR_FLAGS | O_NOFOLLOW);
   int e = errno;
   close_parent(r.pfd, d->fd);
   if (fd < 0)
