@@ -393,9 +393,9 @@ typedef struct {
 } rel_t;
 
 static int
-resolve (lua_State *L, dirh_t *d, int idx, rel_t *r) {
+resolve (lua_State *L, dirh_t *d, int idx, const char *argname, rel_t *r) {
   size_t len;
-  const char *rel = ludx_check_lstring(L, idx, "path", &len);
+  const char *rel = ludx_check_lstring(L, idx, argname, &len);
   int last = split_rel(r->buf, rel, len);
   if (last < 0) {
     ludx_push_error(L, "not a plain relative path", "EINVAL");
@@ -441,7 +441,7 @@ static int
 dir_opendir (lua_State *L) {
   dirh_t *d = check_dir(L);
   rel_t r;
-  if (resolve(L, d, 2, &r) < 0)
+  if (resolve(L, d, 2, "path", &r) < 0)
     return 3;
   int fd = openat(r.pfd, r.name, DIR_FLAGS | O_NOFOLLOW);
   int e = errno;
@@ -508,7 +508,7 @@ static int
 dir_lstat (lua_State *L) {
   dirh_t *d = check_dir(L);
   rel_t r;
-  if (resolve(L, d, 2, &r) < 0)
+  if (resolve(L, d, 2, "path", &r) < 0)
     return 3;
   struct stat st;
   int rc = fstatat(r.pfd, r.name, &st, AT_SYMLINK_NOFOLLOW);
@@ -542,7 +542,7 @@ static int
 dir_open_read (lua_State *L) {
   dirh_t *d = check_dir(L);
   rel_t r;
-  if (resolve(L, d, 2, &r) < 0)
+  if (resolve(L, d, 2, "path", &r) < 0)
     return 3;
   int fd = openat(r.pfd, r.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   int e = errno;
@@ -558,7 +558,7 @@ dir_open_write (lua_State *L) {
   dirh_t *d = check_dir(L);
   int mode = (int) ludx_opt_integer(L, 3, "mode", 0644, 0, 07777);
   rel_t r;
-  if (resolve(L, d, 2, &r) < 0)
+  if (resolve(L, d, 2, "path", &r) < 0)
     return 3;
   int fd = openat(r.pfd, r.name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
   int e = errno;
@@ -572,7 +572,7 @@ dir_mkdir (lua_State *L) {
   dirh_t *d = check_dir(L);
   int mode = (int) ludx_opt_integer(L, 3, "mode", 0755, 0, 07777);
   rel_t r;
-  if (resolve(L, d, 2, &r) < 0)
+  if (resolve(L, d, 2, "path", &r) < 0)
     return 3;
   int rc = mkdirat(r.pfd, r.name, (mode_t) mode);
   int e = errno;
@@ -589,7 +589,7 @@ dir_unlink (lua_State *L) {
   dirh_t *d = check_dir(L);
   int flags = lua_toboolean(L, 3) ? AT_REMOVEDIR : 0;
   rel_t r;
-  if (resolve(L, d, 2, &r) < 0)
+  if (resolve(L, d, 2, "path", &r) < 0)
     return 3;
   int rc = unlinkat(r.pfd, r.name, flags);
   int e = errno;
@@ -606,9 +606,10 @@ static int
 dir_rename (lua_State *L) {
   dirh_t *d = check_dir(L);
   rel_t from, to;
-  if (resolve(L, d, 2, &from) < 0)
+  ludx_check_lstring(L, 3, "to", NULL); // raises before an fd is open
+  if (resolve(L, d, 2, "from", &from) < 0)
     return 3;
-  if (resolve(L, d, 3, &to) < 0) {
+  if (resolve(L, d, 3, "to", &to) < 0) {
     close_parent(from.pfd, d->fd);
     return 3;
   }
