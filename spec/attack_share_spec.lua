@@ -187,8 +187,43 @@ describe("attack: share", function()
       srv:close({ fast = true })
       assert.is_nil(r)
       assert.are.equal("ELOOP", code)
-      assert.matches(case[3] == "b" and "a link" or "resolves outside DEST", msg)
+      assert.matches(case[3] == "b" and "a link" or "a symbolic link inside DEST", msg)
       assert.are.same({}, listing(outside))
+    end
+  end, 60000))
+
+  it("writes no partial file outside DEST when its folder is swapped for a link", run(function()
+    net()
+    local had = core.fs_openat2()
+    for _, on in ipairs(had and { true, false } or { false }) do
+      core.fs_openat2(on)
+      local base = newdir()
+      local dest, outside = base .. "/dest", base .. "/outside"
+      assert(fs.mkdirp(outside))
+      local m = craft("d", "dir", { { path = "a/one", data = "1" }, { path = "b/two", data = ("2"):rep(3 * CHUNK) } })
+      local key, srv = hostile(a, manifest.encode(m), m.files)
+      -- after the first file: .ludx-partial becomes a link to outside; each
+      -- chunk written since is looked for there
+      local seen = {}
+      local r, msg, code = share.fetch(b, key, dest, {
+        window = 1,
+        on_file = function(p)
+          if p == "a/one" then
+            assert(os.execute("rm -rf '" .. dest .. "/.ludx-partial' && ln -s '" .. outside .. "' '" .. dest .. "/.ludx-partial'") == 0)
+          end
+        end,
+        progress = {
+          start = function() end, finish = function() end, stop = function() end,
+          update = function() for _, e in ipairs(listing(outside)) do seen[#seen + 1] = e end end,
+        },
+      })
+      core.fs_openat2(had)
+      srv:close({ fast = true })
+      assert.are.same({}, seen)
+      assert.are.same({}, listing(outside))
+      assert.is_nil(r)
+      assert.are.equal("ELOOP", code)
+      assert.matches("symbolic link inside DEST", msg)
     end
   end, 60000))
 
@@ -376,6 +411,133 @@ describe("attack: share server", function()
       end
       s:close({ fast = true })
     end, 60000))
+  end)
+
+  -- A local user who can write inside the shared folder swaps a folder for
+  -- a link to one outside it, at a fixed point of the walk or of the
+  -- hashing (hooks, no race). Both ways of resolving a path run: openat2
+  -- (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) and the O_NOFOLLOW walk.
+  describe("a folder swapped for a link while sharing", function()
+    local had = core.fs_openat2()
+    local modes = had and { true, false } or { false }
+    after_each(function() core.fs_openat2(had) end)
+
+    local function tree()
+      local base = newdir()
+      local src, outside = base .. "/src", base .. "/outside"
+      local secret = "SECRET-" .. string.rep("s", 100)
+      write(outside .. "/f", secret)
+      write(outside .. "/g", secret)
+      write(src .. "/a.txt", "first file, hashed before sub/f")
+      write(src .. "/sub/f", "inside")
+      local function swap()
+        assert(os.execute("rm -rf '" .. src .. "/sub' && ln -s '" .. outside .. "' '" .. src .. "/sub'") == 0)
+      end
+      return src, outside, secret, swap
+    end
+
+    local function no_secret(m, secret)
+      for _, f in ipairs(m.files) do
+        assert.are_not.equal(blake2b(secret, 64), f.hash, f.path .. " holds bytes from outside the folder")
+        assert.is_nil(f.path:match("^sub/"), f.path .. " listed from outside the folder")
+      end
+    end
+
+    it("lists nothing outside when the swap comes between two entries of the walk", function()
+      for _, on in ipairs(modes) do
+        core.fs_openat2(on)
+        local src, _, secret, swap = tree()
+        local m = assert(manifest.build(src, {
+          _on_entry = function(path, t)
+            if path == "sub" and t == "directory" then swap() end
+          end,
+        }))
+        no_secret(m, secret)
+        assert.are.same({ "a.txt" }, { m.files[1].path, m.files[2] and m.files[2].path })
+        assert.are.equal("sub", m.skipped[1] and m.skipped[1].path)
+        manifest.close(m)
+      end
+    end)
+
+    it("hashes nothing outside when the swap comes between the walk and the hashing", function()
+      for _, on in ipairs(modes) do
+        core.fs_openat2(on)
+        local src, _, secret, swap = tree()
+        local swapped = false
+        local m, msg = manifest.build(src, {
+          on_bytes = function()
+            if not swapped then
+              swapped = true
+              swap()
+            end
+          end,
+        })
+        assert.is_true(swapped)
+        if m then no_secret(m, secret) end
+        assert.is_nil(m)
+        assert.matches("sub/f", msg, 1, true)
+      end
+    end)
+
+    it("serves nothing outside when the swap comes after hashing", run(function()
+      net()
+      for _, on in ipairs(modes) do
+        core.fs_openat2(on)
+        local src, _, _, swap = tree()
+        local s = assert(share.serve(a, src))
+        assert.are.equal("sub/f", s.manifest.files[2].path)
+        swap()
+        local data, err = raw_get(b, s.key, { { 1, 0, 6 } })
+        assert.are.equal("", data)
+        assert.matches("symbolic link", err)
+        s:close({ fast = true })
+      end
+    end, 60000))
+
+    it("follows a link given as the root (the user's choice), never one below it", run(function()
+      net()
+      local src, outside, secret = tree()
+      local base = src:match("^(.*)/src$")
+      assert(os.execute("ln -s '" .. outside .. "' '" .. src .. "/sub/out'") == 0)
+      assert(os.execute("ln -s src '" .. base .. "/linked' && ln -s src/a.txt '" .. base .. "/linked.txt'") == 0)
+      local s = assert(share.serve(a, base .. "/linked"))
+      assert.are.equal("src", s.manifest.name)
+      assert.are.same({ "a.txt", "sub/f" }, { s.manifest.files[1].path, s.manifest.files[2].path })
+      local dest = newdir() .. "/copy"
+      assert(share.fetch(b, s.key, dest))
+      assert.are.same({ "a.txt", "sub", "sub/f" }, listing(dest))
+      assert.is_truthy(s.manifest.root)
+      s:close({ fast = true })
+      while s.active > 0 do ludx.sleep(5) end -- the transfer's end (bounded by the test's timeout)
+      assert.is_nil(s.manifest.root, "the folder a share built itself is let go with it")
+      -- a file root given as a link: the file it points to
+      local one = assert(share.serve(a, base .. "/linked.txt"))
+      assert.are.equal("a.txt", one.manifest.name)
+      local got = assert(share.fetch(b, one.key, newdir() .. "/one.txt"))
+      assert.is_truthy(got)
+      one:close({ fast = true })
+      assert.is_nil(read(dest .. "/sub/out/f"))
+      assert.is_nil((read(dest .. "/sub/f") or ""):find(secret, 1, true))
+    end, 60000))
+
+    it("walks at most max_entries entries, and holds no folder open after it", function()
+      local d = newdir()
+      for i = 1, 6 do write(d .. "/sub/f" .. i, "x") end
+      -- open fds of this process (Linux); the same before and after
+      local function fds() return #(core.fs_scandir("/proc/self/fd") or {}) end
+      local before = fds()
+      for _ = 1, 20 do
+        local m, msg, code = manifest.build(d, { max_entries = 6 })
+        assert.is_nil(m)
+        assert.are.equal("E2BIG", code)
+        assert.matches("max_entries", msg)
+        m = assert(manifest.build(d, { max_entries = 7 }))
+        assert.are.equal(6, #m.files)
+        manifest.close(m)
+        manifest.close(m)
+      end
+      assert.are.equal(before, fds())
+    end)
   end)
 
   describe("resource caps", function()

@@ -57,7 +57,7 @@ local function on_data(st, msg)
   local h = st.handles[req.file]
   if not h then
     local msg2, code
-    h, msg2, code = store.open_part(t, req.offset)
+    h, msg2, code = store.open_part(st.layout, t, req.offset)
     if not h then return fail(st, msg2, code) end
     st.handles[req.file] = h
   end
@@ -77,7 +77,7 @@ local function on_data(st, msg)
   if req.hasher:hex() ~= hex(manifest.chunk(st.m, f, req.chunk)) then
     h:close()
     st.handles[req.file] = nil
-    store.cut(t, req.offset)
+    store.cut(st.layout, t, req.offset)
     return fail(st, f.path .. ": chunk " .. req.chunk .. " does not match its hash", "EVERIFY")
   end
   fstate.have = fstate.have + req.length
@@ -161,26 +161,21 @@ function M.fetch(node, key, dest, opts)
   -- where every file lands, checked against the disk before anything is
   -- written: no link on the way, no file replaced that ludx did not make
   local layout = store.layout(m, dest)
-  ok, msg, code = store.check(layout)
-  if not ok then
+  local function stop(...)
+    store.close(layout)
     conn:close()
-    return nil, msg, code
+    return ...
   end
+  ok, msg, code = store.check(layout)
+  if not ok then return stop(nil, msg, code) end
   if opts.on_manifest and opts.on_manifest(m, layout) == false then
-    conn:close()
-    return nil, "stopped", "ECANCELED"
+    return stop(nil, "stopped", "ECANCELED")
   end
   local states
   states, msg, code = store.scan(m, layout, opts.on_check, opts.force)
-  if not states then
-    conn:close()
-    return nil, msg, code
-  end
+  if not states then return stop(nil, msg, code) end
   ok, msg, code = store.prepare(layout)
-  if not ok then
-    conn:close()
-    return nil, msg, code
-  end
+  if not ok then return stop(nil, msg, code) end
 
   local st = {
     m = m, layout = layout, states = states, conn = conn, handles = {},
@@ -198,7 +193,7 @@ function M.fetch(node, key, dest, opts)
     elseif s.first > f.nchunks then
       -- every chunk is there already (or the file is empty): check, move
       if f.size == 0 then
-        local h = store.open_part(layout.files[i], 0)
+        local h = store.open_part(layout, layout.files[i], 0)
         if h then h:close() end
       end
       if not finish_file(st, i) then break end
@@ -241,6 +236,7 @@ function M.fetch(node, key, dest, opts)
   end
   if st.err then
     if st.err.code == "EPROTO" or st.err.code == "EVERIFY" then conn:write(wire.error(wire.E_PROTOCOL, st.err.msg)) end
+    store.close(layout)
     conn:close()
     if st.progress then st.progress:stop() end
     return nil, st.err.msg, st.err.code
@@ -249,6 +245,7 @@ function M.fetch(node, key, dest, opts)
   conn:finish(5000)
   conn:close()
   store.cleanup(layout)
+  store.close(layout)
   if st.progress then st.progress:finish() end
   return {
     files = #m.files, bytes = m.total, received = st.received, skipped = skipped,

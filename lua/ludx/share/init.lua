@@ -33,7 +33,14 @@ function M.serve(node, what, opts)
   elseif type(what) ~= "table" or not what.encoded then
     error("bad argument 'what' to 'serve' (path or manifest expected, got " .. type(what) .. ")", 2)
   end
-  return server.serve(node, m, opts)
+  local s, msg, code = server.serve(node, m, opts)
+  if not s then
+    if m ~= what then manifest.close(m) end
+    return nil, msg, code
+  end
+  -- a manifest built here is the share's: its folder is let go with it
+  s.own_manifest = m ~= what
+  return s
 end
 
 M.fetch = fetch.fetch

@@ -31,6 +31,7 @@ M.MAX_CHUNK = 16 * 1024 * 1024
 M.MAX_FILES = 262144 -- files in a manifest a fetcher takes (opts.max_files)
 M.MAX_BYTES = 32 * 1024 * 1024 -- bytes of a manifest a fetcher takes (opts.max_manifest)
 M.MAX_SIZE = 2 ^ 53 -- bytes in one file (exact in a Lua number)
+M.MAX_ENTRIES = 2 * M.MAX_FILES -- entries (files, folders, links) build walks (opts.max_entries)
 
 local KIND = { file = 1, dir = 2 }
 local KIND_NAME = { [1] = "file", [2] = "dir" }
@@ -55,19 +56,26 @@ function M.chunk(m, f, i)
 end
 
 --- Hashes one file: size, BLAKE2b-512, chunk hashes, and the dev/inode
--- of what was hashed. The file is opened without following a symbolic
--- link and must be a regular file. on_bytes(n) after each chunk
--- (progress). nil, msg, code when it cannot be read.
-function M.hash_file(full, chunk_size, on_bytes)
-  local fd, st, code = core.fs_open_read(full)
-  if not fd then return nil, full .. ": " .. tostring(st), code end
+-- of what was hashed. The file must be a regular file, opened without
+-- following a symbolic link: `where` is a path (only its last component
+-- is not followed), or, with dir (a core.fs_opendir handle), a relative
+-- path under dir reached without following any link. on_bytes(n) after
+-- each chunk (progress). nil, msg, code when it cannot be read.
+function M.hash_file(where, chunk_size, on_bytes, dir)
+  local fd, st, code
+  if dir then
+    fd, st, code = dir:open_read(where)
+  else
+    fd, st, code = core.fs_open_read(where)
+  end
+  if not fd then return nil, where .. ": " .. tostring(st), code end
   local h = core.hasher(64)
   local chunks, size = {}, 0
   while true do
     local data, msg, c = core.fs_pread(fd, chunk_size, size)
     if not data then
       core.fs_close(fd)
-      return nil, full .. ": " .. tostring(msg), c
+      return nil, where .. ": " .. tostring(msg), c
     end
     if data == "" then break end
     h:update(data)
@@ -79,31 +87,112 @@ function M.hash_file(full, chunk_size, on_bytes)
   return { size = size, hash = unhex(h:hex()), chunks = chunks, dev = st.dev, ino = st.ino, ctime = st.ctime }
 end
 
+-- Every regular file under the folder handle root, sorted: {path=, size=}
+-- ({path=, type=} in `other` for links, devices, and folders that stopped
+-- being folders while walked, or lie deeper than paths.MAX_DEPTH). Each
+-- folder is entered from its parent's handle, never through a link (a
+-- folder swapped for a link after it was listed is refused by the open,
+-- not by a check before it). At most max_entries entries in all.
+-- on_entry(path, type) between entries (a test hook).
+local function walk(root, max_entries, on_entry)
+  local out, other, seen = {}, {}, 0
+  local function visit(d, rel, depth)
+    local entries, msg, code = d:list(max_entries - seen)
+    if not entries then
+      if code == "E2BIG" then msg = "more than " .. max_entries .. " entries (opts.max_entries)" end
+      return nil, (rel == "" and "." or rel) .. ": " .. tostring(msg), code
+    end
+    seen = seen + #entries
+    table.sort(entries, function(a, b) return a.name < b.name end)
+    for _, e in ipairs(entries) do
+      local r = rel == "" and e.name or (rel .. "/" .. e.name)
+      if on_entry then on_entry(r, e.type) end
+      if e.type == "directory" then
+        local sub, why
+        if depth < paths.MAX_DEPTH then
+          sub, why = d:opendir(e.name)
+        else
+          why = "deeper than " .. paths.MAX_DEPTH .. " folders"
+        end
+        if sub then
+          local ok, m2, c2 = visit(sub, r, depth + 1)
+          sub:close()
+          if not ok then return nil, m2, c2 end
+        else
+          other[#other + 1] = { path = r, type = "directory", why = "not entered: " .. tostring(why) }
+        end
+      elseif e.type == "file" then
+        out[#out + 1] = { path = r, size = e.size }
+      else
+        other[#other + 1] = { path = r, type = e.type }
+      end
+    end
+    return true
+  end
+  local ok, msg, code = visit(root, "", 1)
+  if not ok then return nil, msg, code end
+  return out, other
+end
+
+local function close_root(m)
+  if m.root then m.root:close() end
+  m.root = nil
+end
+
 --- Builds the manifest of a file or a directory (every regular file under
--- it, sorted). opts: chunk_size, on_bytes(n) while hashing, name. Files
--- whose paths a fetcher would refuse are left out and listed in m.skipped
--- ({path, why}).
+-- it, sorted). opts: chunk_size, on_bytes(n) while hashing, name,
+-- max_entries (entries walked in all, M.MAX_ENTRIES). Files whose paths a
+-- fetcher would refuse are left out and listed in m.skipped ({path, why}).
+--
+-- The root is the user's choice and is followed when it is a link (a file
+-- root: its folder is opened where the link points); it is opened once and
+-- kept in m.root (a core.fs_opendir handle; manifest.close(m) lets it go).
+-- Nothing below it is ever followed: the walk, the hashing and the server
+-- reach every file from m.root one component at a time without links.
 function M.build(root, opts)
   opts = opts or {}
   local chunk_size = opts.chunk_size or M.CHUNK_SIZE
   if type(chunk_size) ~= "number" or chunk_size < M.MIN_CHUNK or chunk_size > M.MAX_CHUNK or chunk_size % 1 ~= 0 then
     error("bad argument 'opts.chunk_size' to 'build' (" .. M.MIN_CHUNK .. ".." .. M.MAX_CHUNK .. " expected)", 2)
   end
+  local max_entries = opts.max_entries or M.MAX_ENTRIES
+  if type(max_entries) ~= "number" or max_entries < 1 or max_entries % 1 ~= 0 then
+    error("bad argument 'opts.max_entries' to 'build' (positive integer expected)", 2)
+  end
   local st, msg, code = fs.stat(root)
   if not st then return nil, root .. ": " .. tostring(msg), code end
   if st.type ~= "file" and st.type ~= "directory" then
     return nil, root .. ": not a file or a directory", "EINVAL"
   end
+  local real = fs.realpath(root)
+  local m = { version = M.VERSION, kind = st.type == "file" and "file" or "dir", chunk_size = chunk_size, files = {}, total = 0, skipped = {} }
   local list, other
-  list, other = fs.walk(root)
-  if not list then return nil, other, "EIO" end
-  if #list > M.MAX_FILES then return nil, root .. ": more than " .. M.MAX_FILES .. " files", "E2BIG" end
-  local name = opts.name or paths.basename(fs.realpath(root) or root)
+  if m.kind == "dir" then
+    m.root, msg, code = core.fs_opendir(root)
+    if not m.root then return nil, root .. ": " .. tostring(msg), code end
+    list, other, code = walk(m.root, max_entries, opts._on_entry)
+    if not list then
+      close_root(m)
+      return nil, root .. ": " .. tostring(other), code
+    end
+  else
+    -- a file: its folder (where a link points) opened once, the file by name
+    if not real then return nil, root .. ": cannot resolve it", "ENOENT" end
+    m.root, msg, code = core.fs_opendir(paths.dirname(real))
+    if not m.root then return nil, root .. ": " .. tostring(msg), code end
+    local base = paths.basename(real)
+    list, other = { { path = base, size = st.size } }, {}
+  end
+  if #list > M.MAX_FILES then
+    close_root(m)
+    return nil, root .. ": more than " .. M.MAX_FILES .. " files", "E2BIG"
+  end
+  local name = opts.name or paths.basename(real or root)
   if not paths.check_component(name) then name = "share" end
-  local m = { version = M.VERSION, name = name, kind = st.type == "file" and "file" or "dir", chunk_size = chunk_size, files = {}, total = 0, skipped = {} }
+  m.name = name
   -- only regular files are served: links (never followed) and others are left out
   for _, e in ipairs(other) do
-    m.skipped[#m.skipped + 1] = { path = e.path, why = e.type == "link" and "a symbolic link (not followed)" or "not a regular file" }
+    m.skipped[#m.skipped + 1] = { path = e.path, why = e.why or (e.type == "link" and "a symbolic link (not followed)" or "not a regular file") }
   end
   -- files a fetcher would refuse are left out (and listed in m.skipped),
   -- and so are partial downloads (.ludx-partial)
@@ -114,24 +203,43 @@ function M.build(root, opts)
     if ok then
       keep[#keep + 1] = e
       rels[#rels + 1] = path
-      e.path = path
+      e.rel, e.path = e.path, path
     elseif not ("/" .. e.path .. "/"):find("/" .. paths.PARTIAL_DIR .. "/", 1, true) then
       m.skipped[#m.skipped + 1] = { path = e.path, why = why }
     end
   end
   local ok, why = paths.check_set(rels)
-  if not ok then return nil, root .. ": " .. why, "EINVAL" end
-  if m.kind == "file" and #keep == 0 then return nil, root .. ": " .. tostring(m.skipped[1] and m.skipped[1].why), "EINVAL" end
+  if not ok then
+    close_root(m)
+    return nil, root .. ": " .. why, "EINVAL"
+  end
+  if m.kind == "file" and #keep == 0 then
+    close_root(m)
+    return nil, root .. ": " .. tostring(m.skipped[1] and m.skipped[1].why), "EINVAL"
+  end
   for _, e in ipairs(keep) do
     local r
-    r, msg, code = M.hash_file(e.full, chunk_size, opts.on_bytes)
-    if not r then return nil, msg, code end
-    m.files[#m.files + 1] = { path = e.path, size = r.size, hash = r.hash, chunks = r.chunks, nchunks = #r.chunks, full = e.full, dev = r.dev, ino = r.ino, ctime = r.ctime }
+    r, msg, code = M.hash_file(e.rel, chunk_size, opts.on_bytes, m.root)
+    if not r then
+      close_root(m)
+      return nil, paths.join(root, tostring(msg)), code
+    end
+    m.files[#m.files + 1] = {
+      path = e.path, rel = e.rel, size = r.size, hash = r.hash, chunks = r.chunks, nchunks = #r.chunks,
+      full = m.kind == "file" and root or paths.join(root, e.rel), dev = r.dev, ino = r.ino, ctime = r.ctime,
+    }
     m.total = m.total + r.size
   end
   m.encoded = M.encode(m)
   m.id = blake2b(m.encoded, 32)
   return m
+end
+
+--- Lets go of the folder a built manifest holds open (m.root); a server
+-- of m cannot open files afterwards. Idempotent.
+function M.close(m)
+  close_root(m)
+  return true
 end
 
 function M.encode(m)

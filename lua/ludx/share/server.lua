@@ -8,7 +8,8 @@
 -- connection; how long a write may wait for the peer to take bytes
 -- (write_timeout: a zero-window reader is cut off), how long a connection
 -- may sit without a request (idle_timeout). Only regular files are served,
--- opened without following links, and only when they are the very files
+-- reached from the share's root folder handle without following any link,
+-- and only when they are the very files
 -- that were hashed (same device, inode and size; when the change time
 -- differs, each chunk is checked against its hash before it is sent).
 local ludx = require "ludx"
@@ -50,13 +51,16 @@ local function close_file(st)
 end
 
 -- One open file at a time per connection: GETs come in file order. The
--- file is opened without following a link and must be the one hashed.
+-- file is reached from the share's root handle (m.root, opened once when
+-- the manifest was built) without following any link on the way, and it
+-- must be the one hashed.
 local function open_file(st, m, index)
   if st.index == index then return st.fd end
   close_file(st)
   local file = m.files[index]
-  local fd, fst, code = core.fs_open_read(file.full)
-  if not fd then return nil, code == "ELOOP" and "a symbolic link" or tostring(fst) end
+  if not m.root then return nil, "the manifest's folder is closed" end
+  local fd, fst, code = m.root:open_read(file.rel)
+  if not fd then return nil, (code == "ELOOP" or code == "ENOTDIR") and "a symbolic link on its path" or tostring(fst) end
   if (file.ino and (fst.ino ~= file.ino or fst.dev ~= file.dev)) or fst.size ~= file.size then
     core.fs_close(fd)
     return nil, "not the file that was hashed"
@@ -269,6 +273,7 @@ local function handle(self, conn)
   end
   close_file(st)
   self.active = self.active - 1
+  self:_release()
   count(self.per_peer, peer, -1)
   count(self.per_address, host, -1)
   self.bytes = self.bytes + st.bytes
@@ -322,12 +327,20 @@ function M.serve(node, m, opts)
   return self
 end
 
+-- A manifest the share built itself (share.serve of a path) holds its
+-- folder open until the share is closed and its last transfer ended.
+function Share:_release()
+  if self.closed and self.own_manifest and self.active == 0 then manifest.close(self.manifest) end
+end
+
 --- Stops announcing and refuses new clients (open transfers go on).
 -- opts.fast skips the unannounce round trip.
 function Share:close(opts)
   if self.closed then return true end
   self.closed = true
-  return self.server:close(opts)
+  local ok, msg, code = self.server:close(opts)
+  self:_release()
+  return ok, msg, code
 end
 
 --- close() without the unannounce round trip. Idempotent.

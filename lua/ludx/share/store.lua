@@ -16,16 +16,17 @@ local blake2b = core.crypto.blake2b
 
 local M = {}
 
-M.lstat = core.fs_lstat
-
 -- A layout is built from trusted parts (DEST as the user gave it: `base`)
 -- and untrusted parts (the share's name and paths: `rel`, one checked
--- component each). Nothing under base is followed: every component must
--- be a real directory (or not exist yet), and every final path is proven
--- to be under base with realpath before a file is moved there.
+-- component each). base is the user's choice and is followed; it is opened
+-- once (L.dir, a core.fs_opendir handle) and everything below it is
+-- reached from that handle one component at a time, never through a
+-- symbolic link (openat2 RESOLVE_NO_SYMLINKS, or O_NOFOLLOW per
+-- component): a folder swapped for a link while we write makes the write
+-- fail, it never lands outside DEST.
 
 --- The target layout: {base=, root=, partial=, files = {{final=, part=,
--- under= (the path below base)}, ...}}.
+-- under= (the path below base), part_under=}, ...}}.
 function M.layout(m, dest)
   local out = { files = {} }
   if m.kind == "dir" then
@@ -54,25 +55,59 @@ function M.layout(m, dest)
   out.partial = paths.join(out.root, paths.PARTIAL_DIR)
   out.partial_under = out.prefix .. paths.PARTIAL_DIR
   for _, f in ipairs(out.files) do
-    f.part = paths.join(out.partial, crypto.hex(blake2b(f.rel, 16)) .. ".part")
+    local name = crypto.hex(blake2b(f.rel, 16)) .. ".part"
+    f.part = paths.join(out.partial, name)
+    f.part_under = out.partial_under .. "/" .. name
   end
   return out
+end
+
+-- The handle of base, opened once (following base: the user's choice):
+-- the handle, or false when base does not exist yet (nothing is under it),
+-- or nil, msg, code.
+local function base_dir(L)
+  if L.dir then return L.dir end
+  local d, msg, code = core.fs_opendir(L.base)
+  if not d then
+    if code == "ENOENT" then return false end
+    return nil, L.base .. ": " .. tostring(msg), code
+  end
+  L.dir = d
+  return d
+end
+
+local function link_error(L, under)
+  return nil, paths.join(L.base, under) .. ": a symbolic link inside DEST (ludx does not follow links there)", "ELOOP"
+end
+
+-- A failed call on a path under base: a link on the way reads as ELOOP
+-- (openat2) or ENOTDIR (the O_NOFOLLOW walk).
+local function fail_under(L, under, msg, code)
+  if code == "ELOOP" or code == "ENOTDIR" then return link_error(L, under) end
+  return nil, paths.join(L.base, under) .. ": " .. tostring(msg), code
 end
 
 -- Walks `under` (components below base): each existing component but the
 -- last must be a directory, none may be a link. last: "file" (absent or a
 -- regular file) or "directory". true, stat of the last (or nil), or nil, msg, code.
-local function walk(base, under, last)
-  local p = base
+local function walk(L, under, last)
+  local d, msg, code = base_dir(L)
+  if d == nil then return nil, msg, code end
+  if d == false then return true end
   local parts = {}
   for c in (under .. "/"):gmatch("([^/]*)/") do parts[#parts + 1] = c end
+  local p
   for i, c in ipairs(parts) do
-    p = paths.join(p, c)
-    local st = M.lstat(p)
-    if not st then return true end
-    if st.type == "link" then return nil, p .. ": a symbolic link inside DEST (ludx does not follow links there)", "ELOOP" end
+    p = p and (p .. "/" .. c) or c
+    local st
+    st, msg, code = d:lstat(p)
+    if not st then
+      if code == "ENOENT" then return true end
+      return fail_under(L, p, msg, code)
+    end
+    if st.type == "link" then return link_error(L, p) end
     local want = i < #parts and "directory" or last
-    if st.type ~= want then return nil, p .. ": exists and is not a " .. (want == "file" and "regular file" or want), "EEXIST" end
+    if st.type ~= want then return nil, paths.join(L.base, p) .. ": exists and is not a " .. (want == "file" and "regular file" or want), "EEXIST" end
     if i == #parts then return true, st end
   end
   return true
@@ -84,61 +119,65 @@ end
 function M.check(L)
   local bst = fs.stat(L.base)
   if bst and bst.type ~= "directory" then return nil, L.base .. ": not a directory", "ENOTDIR" end
-  local ok, msg, code = walk(L.base, L.partial_under, "directory")
+  local ok, msg, code = walk(L, L.partial_under, "directory")
   if not ok then return nil, msg, code end
   for _, t in ipairs(L.files) do
-    ok, msg, code = walk(L.base, t.under, "file")
+    ok, msg, code = walk(L, t.under, "file")
     if not ok then return nil, msg, code end
   end
   return true
 end
 
 -- Makes the directories of `under` below base one by one, refusing links.
-local function mkdirs(base, under)
-  local p = base
+local function mkdirs(L, under)
+  local d, msg, code = base_dir(L)
+  if not d then return nil, msg or (L.base .. ": does not exist"), code or "ENOENT" end
+  local p
   for c in under:gmatch("([^/]+)/") do
-    p = paths.join(p, c)
-    local st = M.lstat(p)
-    if not st then
-      local ok, msg, code = core.fs_mkdir(p)
-      if not ok and code ~= "EEXIST" then return nil, p .. ": " .. tostring(msg), code end
-      st = M.lstat(p)
+    p = p and (p .. "/" .. c) or c
+    local st
+    st, msg, code = d:lstat(p)
+    if not st and code == "ENOENT" then
+      local ok
+      ok, msg, code = d:mkdir(p)
+      if not ok and code ~= "EEXIST" then return fail_under(L, p, msg, code) end
+      st, msg, code = d:lstat(p)
     end
-    if not st or st.type ~= "directory" then return nil, p .. ": not a directory (or a link) inside DEST", "ELOOP" end
+    if not st then return fail_under(L, p, msg, code) end
+    if st.type ~= "directory" then return nil, paths.join(L.base, p) .. ": not a directory (or a link) inside DEST", "ELOOP" end
   end
   return true
 end
 
--- The parent of a final path, resolved, must lie under the resolved base.
-local function prove_under(L, t)
-  local real_base = L.real_base or fs.realpath(L.base)
-  L.real_base = real_base
-  local real_dir = fs.realpath(paths.dirname(t.final))
-  if not real_base or not real_dir then return nil, t.final .. ": cannot resolve its directory", "ENOENT" end
-  local want = (t.under:match("^(.*)/[^/]*$"))
-  local expect = want and (real_base == "/" and "/" .. want or real_base .. "/" .. want) or real_base
-  if real_dir ~= expect then return nil, t.final .. ": resolves outside DEST (" .. real_dir .. ")", "ELOOP" end
-  return true
-end
-
--- Reads the chunks of path that match hashes, in order: the number of good
--- chunks and a hasher fed with them.
-local function verify_prefix(path, m, file, on_bytes)
+-- Reads the chunks of the partial file that match hashes, in order: the
+-- number of good chunks and a hasher fed with them.
+local function verify_prefix(L, t, m, file, on_bytes)
   local chunk_size = m.chunk_size
   local h = core.hasher(64)
-  local f = io.open(path, "rb")
-  if not f then return 0, h end
+  local fd = L.dir and L.dir:open_read(t.part_under)
+  if not fd then return 0, h end
   local good = 0
   for i = 1, file.nchunks do
     local want = math.min(chunk_size, file.size - (i - 1) * chunk_size)
-    local data = f:read(want)
+    local data = core.fs_pread(fd, want, (i - 1) * chunk_size)
     if not data or #data ~= want or blake2b(data, 32) ~= manifest.chunk(m, file, i) then break end
     h:update(data)
     good = i
     if on_bytes then on_bytes(#data) end
   end
-  f:close()
+  core.fs_close(fd)
   return good, h
+end
+
+-- Cuts the partial file of t to size bytes.
+local function truncate_part(L, t, size)
+  local fd, msg, code = L.dir:open_write(t.part_under)
+  if not fd then return fail_under(L, t.part_under, msg, code) end
+  local ok
+  ok, msg, code = core.fs_ftruncate(fd, size)
+  core.fs_close(fd)
+  if not ok then return nil, t.part .. ": " .. tostring(msg), code end
+  return true
 end
 
 --- Looks at what is on disk for each file of m under layout L. Returns a
@@ -149,13 +188,15 @@ end
 -- error (EEXIST: ludx replaces only files it made) unless force is true.
 -- Nothing is written before every final path was looked at.
 function M.scan(m, L, on_bytes, force)
+  local d, msg, code = base_dir(L)
+  if d == nil then return nil, msg, code end
   local states = {}
   for i, f in ipairs(m.files) do
     local t = L.files[i]
-    local st = M.lstat(t.final)
+    local st = d and d:lstat(t.under)
     if st then
       if st.type == "file" and st.size == f.size then
-        local r = manifest.hash_file(t.final, m.chunk_size, on_bytes)
+        local r = manifest.hash_file(t.under, m.chunk_size, on_bytes, d)
         if r and r.hash == manifest.hash(m, f) then states[i] = { done = true, have = f.size } end
       end
       if not states[i] and not force then
@@ -167,15 +208,16 @@ function M.scan(m, L, on_bytes, force)
     local t = L.files[i]
     local state = states[i]
     if not state then
-      local pst = M.lstat(t.part)
+      local pst = d and d:lstat(t.part_under)
       if pst and pst.type ~= "file" then return nil, t.part .. ": not a regular file", "EEXIST" end
       local good, h = 0, core.hasher(64)
       if pst and pst.type == "file" then
-        good, h = verify_prefix(t.part, m, f, on_bytes)
+        good, h = verify_prefix(L, t, m, f, on_bytes)
         local keep = math.min(good * m.chunk_size, f.size)
         if pst.size ~= keep then
-          local ok, msg, code = fs.truncate(t.part, keep)
-          if not ok then return nil, t.part .. ": " .. tostring(msg), code end
+          local ok
+          ok, msg, code = truncate_part(L, t, keep)
+          if not ok then return nil, msg, code end
         end
       end
       state = { first = good + 1, hasher = h, have = math.min(good * m.chunk_size, f.size) }
@@ -186,56 +228,103 @@ function M.scan(m, L, on_bytes, force)
 end
 
 --- Makes the directories the layout needs (DEST itself as asked; below
--- it, real directories only).
+-- it, real directories only) and opens DEST once (L.dir).
 function M.prepare(L)
   local ok, msg, code = fs.mkdirp(L.base)
   if not ok then return nil, L.base .. ": " .. tostring(msg), code end
-  ok, msg, code = mkdirs(L.base, L.partial_under .. "/")
+  ok, msg, code = mkdirs(L, L.partial_under .. "/")
   if not ok then return nil, msg, code end
   return true
 end
 
---- Opens a file's partial file for writing at offset.
-function M.open_part(t, offset)
-  local f, msg = io.open(t.part, offset > 0 and "r+b" or "wb")
-  if not f then return nil, msg, "EIO" end
-  if offset > 0 then f:seek("set", offset) end
-  return f
+-- A partial file open for writing: h:write(bytes) at the next offset,
+-- h:flush(), h:close().
+local Part = {}
+Part.__index = Part
+
+function Part:write(bytes)
+  if not self.fd then return nil, "closed" end
+  local ok, msg = core.fs_pwrite(self.fd, bytes, self.offset)
+  if not ok then return nil, msg end
+  self.offset = self.offset + #bytes
+  return true
+end
+
+function Part:flush()
+  return true
+end
+
+function Part:close()
+  if self.fd then core.fs_close(self.fd) end
+  self.fd = nil
+  return true
+end
+
+--- Opens a file's partial file for writing at offset (from 0: emptied
+-- first), without following a link on the way or at the file.
+function M.open_part(L, t, offset)
+  local d, msg, code = base_dir(L)
+  if not d then return nil, msg or (L.base .. ": does not exist"), code or "ENOENT" end
+  local fd
+  fd, msg, code = d:open_write(t.part_under)
+  if not fd then return fail_under(L, t.part_under, msg, code) end
+  if offset == 0 then
+    local ok
+    ok, msg, code = core.fs_ftruncate(fd, 0)
+    if not ok then
+      core.fs_close(fd)
+      return nil, t.part .. ": " .. tostring(msg), code
+    end
+  end
+  return setmetatable({ fd = fd, offset = offset }, Part)
 end
 
 --- Cuts a partial file back to offset (the start of a chunk that failed).
-function M.cut(t, offset)
-  return fs.truncate(t.part, offset)
+function M.cut(L, t, offset)
+  if not L.dir then return nil, L.base .. ": not open", "EBADF" end
+  return truncate_part(L, t, offset)
 end
 
 --- Moves a finished partial file into place (making its directories, none
--- through a link), once its directory is proven to be under DEST.
+-- through a link). The rename goes from L.dir to L.dir without following
+-- a link on either path, so a folder swapped for a link fails it.
 function M.commit(L, t, force)
-  -- each directory is made (and walked) once; the realpath proof below
-  -- runs for every file, so a link swapped in later is still caught
+  -- each directory is made (and walked) once; a link swapped in later
+  -- fails the rename itself
   local parent = t.under:match("^(.*)/[^/]*$")
   local ok, msg, code
   L.made = L.made or {}
   if parent and not L.made[parent] then
-    ok, msg, code = mkdirs(L.base, t.under)
+    ok, msg, code = mkdirs(L, t.under)
     if not ok then return nil, msg, code end
     L.made[parent] = true
   end
-  ok, msg, code = prove_under(L, t)
-  if not ok then return nil, msg, code end
-  local st = M.lstat(t.final)
+  local d = L.dir
+  local st
+  st, msg, code = d:lstat(t.under)
+  if not st and code ~= "ENOENT" then return fail_under(L, t.under, msg, code) end
   if st and (st.type ~= "file" or not force) then
     return nil, t.final .. ": appeared while fetching (ludx replaces only files it made)", "EEXIST"
   end
-  ok, msg, code = fs.rename(t.part, t.final)
-  if not ok then return nil, t.final .. ": " .. tostring(msg), code end
+  ok, msg, code = d:rename(t.part_under, t.under)
+  if not ok then return fail_under(L, t.under, msg, code) end
   return true
 end
 
 --- Removes the partial directory when nothing is left in it.
 function M.cleanup(L)
-  local entries = core.fs_scandir(L.partial)
-  if entries and #entries == 0 then fs.rmdir(L.partial) end
+  local d = L.dir
+  if not d then return end
+  local pd = d:opendir(L.partial_under)
+  local entries = pd and pd:list(1)
+  if pd then pd:close() end
+  if entries and #entries == 0 then d:unlink(L.partial_under, true) end
+end
+
+--- Lets go of DEST's handle. Idempotent.
+function M.close(L)
+  if L.dir then L.dir:close() end
+  L.dir = nil
 end
 
 return M
