@@ -345,7 +345,7 @@ static int
 l_socket_stats (lua_State *L) {
   lsock_t *s = check_socket(L, 1);
   const udx_socket_stats_t *st = udx_socket_stats(s->sock);
-  lua_createtable(L, 0, 24);
+  lua_createtable(L, 0, 28);
   push_u64(L, "bytes_rx", st->bytes_rx);
   push_u64(L, "bytes_tx", st->bytes_tx);
   push_u64(L, "packets_rx", st->packets_rx);
@@ -365,6 +365,24 @@ l_socket_stats (lua_State *L) {
   push_u64(L, "send_err_nobufs", st->send_err_nobufs);
   push_u64(L, "send_err_other", st->send_err_other);
   push_u64(L, "fault_dropped", st->fault_dropped);
+  push_u64(L, "wrong_source", st->wrong_source);
+  push_u64(L, "linger_records", st->linger_records);
+  push_u64(L, "linger_acks", st->linger_acks);
+  push_u64(L, "linger_evicted", st->linger_evicted);
+  return 1;
+}
+
+// sock:set_linger(max, min_ms): records of gracefully closed streams that
+// ACK a retransmitted END (udx_socket_set_linger); max 0 turns it off.
+static int
+l_socket_set_linger (lua_State *L) {
+  lsock_t *s = check_socket(L, 1);
+  uint32_t max = (uint32_t) ludx_check_integer(L, 2, "max", 0, 65536);
+  uint32_t ms = (uint32_t) ludx_check_integer(L, 3, "min_ms", 0, 600000);
+  int err = udx_socket_set_linger(s->sock, max, ms);
+  if (err < 0)
+    return ludx_push_uv_error(L, err);
+  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -402,6 +420,7 @@ ludx_bind_udx (lua_State *L) {
       {"close", l_socket_close},
       {"stats", l_socket_stats},
       {"set_fault", l_socket_set_fault},
+      {"set_linger", l_socket_set_linger},
       {"buffer_sizes", l_socket_buffers},
       {"__gc", l_socket_gc},
       {NULL, NULL}};

@@ -37,7 +37,7 @@ typedef struct lstream_s {
   int firewall_mode;
   uint32_t firewall_remote_id;
   int firewall_seen;
-  struct sockaddr_storage firewall_from;
+  struct sockaddr_in6 firewall_from; // or a sockaddr_in: no storage-sized copy per stream
   ludx_fifo_t messages;
   uint64_t messages_dropped;
   char *scratch;
@@ -45,16 +45,21 @@ typedef struct lstream_s {
   trace_t *trace;
   size_t trace_n, trace_cap;
   // Lua reads the stats through this pointer: live while the stream exists,
-  // then the copy taken when it finalized
+  // then the copy taken when it finalized (allocated then: an open stream
+  // does not carry a second stats block; issue 18, <= 4 KiB per idle stream)
   const udx_stream_stats_t *stats;
-  udx_stream_stats_t final_stats;
+  udx_stream_stats_t *final_stats;
 } lstream_t;
+
+// What a finalized stream reads if its copy could not be allocated.
+static const udx_stream_stats_t no_final_stats = {.version = UDX_STREAM_STATS_VERSION};
 
 static void
 lstream_free (lstream_t *s) {
   ludx_fifo_clear(&s->messages);
   free(s->scratch);
   free(s->trace);
+  free(s->final_stats);
   free(s);
 }
 
@@ -112,8 +117,10 @@ on_close (udx_stream_t *st, int status) {
 static void
 on_finalize (udx_stream_t *st) {
   lstream_t *s = data_of(st);
-  s->final_stats = *udx_stream_stats(st);
-  s->stats = &s->final_stats;
+  s->final_stats = malloc(sizeof(*s->final_stats));
+  if (s->final_stats)
+    *s->final_stats = *udx_stream_stats(st);
+  s->stats = s->final_stats ? s->final_stats : &no_final_stats;
   s->st = NULL;
   ludx_rt_untrack(&s->closer);
   if (s->sock)

@@ -121,7 +121,7 @@ assert(a:write("hello"))
 print(b:read())               --> hello]],
     fields = { { "READ_MAX", "integer", "What a read hands over at most unless told otherwise (64 KiB)." } },
     functions = {
-      { "bind(host?: string, port?: integer, opts?: table) -> sock: ludx.udx.Socket?, err: string?, code: string?", "Binds a UDP socket: host \"0.0.0.0\" (default), \"::\" (dual stack), \"127.0.0.1\"...; port 0 picks one. opts.ipv6only." },
+      { "bind(host?: string, port?: integer, opts?: table) -> sock: ludx.udx.Socket?, err: string?, code: string?", "Binds a UDP socket: host \"0.0.0.0\" (default), \"::\" (dual stack), \"127.0.0.1\"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger)." },
       { "stream(id: integer, opts?: table) -> stream: ludx.udx.Stream?, err: string?, code: string?", "A stream with a local id (0..2^32-1, unique in the process). opts: seq, read_buffer_limit (bytes), rwnd_max, keepalive (ms), timeout (give-up ms), firewall (\"accept\", \"drop\"), ack_policy (\"each\", \"batch\"), migration (true: accept packets from addresses other than the remote; by default a connected stream drops them)." },
       { "set_fault(fault?: table) -> ok: boolean", "Fault injection for every datagram (nil clears): {seed, loss, duplicate, reorder, reorder_us, corrupt, send_error, send_errno, blackout_start_ms, blackout_ms, direction = \"tx\"|\"rx\"|\"both\"}." },
     },
@@ -135,6 +135,7 @@ print(b:read())               --> hello]],
           { ":stats() -> stats: table", "Counters: bytes and packets each way, batches, malformed, send errors by kind." },
           { ":set_fault(fault?: table) -> ok: boolean", "Fault injection for this socket (see udx.set_fault)." },
           { ":buffer_sizes() -> send: integer, recv: integer", "The kernel socket buffer sizes." },
+          { ":set_linger(max: integer, min_ms: integer) -> " .. E, "A stream that closes gracefully leaves a small record on its socket for 4 RTO or min_ms, whichever is longer, that ACKs the peer's retransmitted END (at most 8 times) in case our last ACK was lost. At most max records (the oldest goes first); max 0 turns it off. Defaults 64 and 2000 ms; changing it forgets the records. stats(): linger_records, linger_acks, linger_evicted." },
         } },
       { name = "ludx.udx.Stream", impl = "ludx.udx:Stream", doc = "A reliable byte stream (plus unreliable messages).", fields = { { "id", "integer", "The local id." } }, methods = {
           { ":connect(sock: ludx.udx.Socket, remote_id: integer, port: integer, host?: string, opts?: table) -> " .. E, "Connects to the remote stream remote_id at host:port over sock. opts.ack: the first expected sequence number." },

@@ -49,8 +49,13 @@ describe("load: idle connected streams", function()
     say("%d idle streams: RSS +%.1f MB = %.0f bytes per stream (Lua heap %.0f of them), created in %d ms",
       2 * PAIRS, (rss1 - rss0) / 1e6, per, lua_per, ludx.now() - t0)
     assert.are.equal(0, a:stats().packets_tx) -- idle: no traffic at all
-    -- bounded per stream (a generous ceiling: catches a per-stream buffer)
-    assert.is_true(per < 16384, "memory per idle stream " .. per)
+    -- issue 18: <= 4 KiB per idle stream (2.5 KiB measured: the C stream,
+    -- its binding and a Lua object without wait queues). 10,000 streams make
+    -- a page of RSS noise 0.4 bytes each. The sanitizers' redzones and
+    -- quarantine make every block bigger: there only a per-stream buffer
+    -- (16 KiB) is caught.
+    local limit = os.getenv("LUDX_SANITIZED") == "1" and 16384 or 4096
+    assert.is_true(per <= limit, "memory per idle stream " .. per)
     -- a sample of them still moves data both ways
     for i = 1, PAIRS, PAIRS / 10 do
       local p = list[i]

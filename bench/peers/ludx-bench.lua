@@ -104,14 +104,10 @@ local function send(stream, raw, o)
   local t1 = wall_ms()
   local u1, s1 = cpu_ms()
   if not err and not o.secret then stream:finish(o.timeoutMs) end
-  -- the remote ends its half once it has everything. Driven by a harness,
-  -- the end is read only once the harness releases us (after the other
-  -- end's done line): reading it lets the stream close, and a closed stream
-  -- no longer acknowledges a retransmitted END whose first ack was lost
-  -- (a 5%-loss path lost it, and udx-native gave up with ETIMEDOUT)
-  if not o.watchStdin then
-    while stream:read(nil, o.timeoutMs) do end
-  end
+  -- the remote ends its half once it has everything. Reading it closes the
+  -- stream; its socket's linger record still acknowledges a retransmitted
+  -- END whose first ack was lost (a 5%-loss path loses some)
+  while stream:read(nil, o.timeoutMs) do end
   return { bytes = o.bytes, hash = hash, t_start = t0, t_end = t1, ms = t1 - t0, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }, err
 end
 
@@ -179,15 +175,17 @@ local function main(argv)
   end
   local id = o.id ~= 0 and o.id or (sender and 1 or 2)
   local remote_id = o.remoteId ~= 0 and o.remoteId or (sender and 2 or 1)
-  local sock = assert(udx.bind(o.host, o.port))
+  -- linger: a closed stream acks the other end's retransmitted END for at
+  -- least 15 s, past udx-native's give-up (13 RTO), while we wait for release
+  local sock = assert(udx.bind(o.host, o.port, { linger_ms = 15000 }))
   local raw = assert(udx.stream(id, { ack_policy = o.ackPolicy ~= "" and o.ackPolicy or nil }))
   local status = 0
 
   local connected = ludx.queue()
   if o.remotePort > 0 then connected:put({ port = o.remotePort, host = o.remoteHost }) end
   -- after our done line the harness closes stdin once both ends are done:
-  -- until then the stream stays open to acknowledge a retransmitted END
-  -- (its ack can be lost on a lossy path; udx has no TIME_WAIT)
+  -- until then the socket stays open, and with it the closed stream's
+  -- linger record that acknowledges a retransmitted END
   local released = ludx.queue()
   local done = false
   if o.watchStdin then
@@ -240,12 +238,7 @@ local function main(argv)
   emit(r)
   if err then status = 1 end
   done = true
-  if o.watchStdin then
-    released:get(10000)
-    if sender then
-      while stream:read(nil, 1000) do end
-    end
-  end
+  if o.watchStdin then released:get(10000) end
   raw:close()
   sock:close()
   os.exit(status)

@@ -96,7 +96,23 @@ function M.bind(host, port, opts)
   end
   self.h = h
   ludx.track(self)
+  if opts and (opts.linger_max or opts.linger_ms) then
+    self:set_linger(opts.linger_max or 64, opts.linger_ms or 2000)
+  end
   return self
+end
+
+--- Linger: a stream on this socket that closes gracefully (both ENDs acked
+-- and read) leaves a small record for 4 RTO or min_ms, whichever is
+-- longer, that ACKs the peer's retransmitted END (at most 8 times), in case
+-- our last ACK was lost. At most max records (the oldest goes first); max
+-- 0 turns it off. Defaults: 64 records, 2000 ms (udx.bind opts linger_max,
+-- linger_ms). Changing it forgets the records.
+function Socket:set_linger(max, min_ms)
+  check.integer(max, 0, 65536, "max", "set_linger")
+  check.integer(min_ms, 0, 600000, "min_ms", "set_linger")
+  if self.closed then return nil, "socket is closed", "EBADF" end
+  return self.h:set_linger(max, min_ms)
 end
 
 function Socket:address()
@@ -172,6 +188,22 @@ end
 
 local Stream = {}
 Stream.__index = Stream
+
+-- A stream's wait queue of that name, made on first use.
+local function queue(self, name)
+  local w = rawget(self, name)
+  if w == nil then
+    w = ludx.waiters()
+    self[name] = w
+  end
+  return w
+end
+
+-- Wakes the tasks waiting in a stream's queue, if it has one.
+local function wake(s, name, ...)
+  local w = rawget(s, name)
+  if w ~= nil then w:wake_all(...) end
+end
 -- One line for the REPL and logs: ids, remote address, state, bytes.
 Stream.__tostring = function(s)
   local state = (s.closed or s.closing) and ("closed" .. (s.err_code and " (" .. tostring(s.err_code) .. ")" or ""))
@@ -202,16 +234,10 @@ function M.stream(id, opts)
   check_id(id, "id", "stream")
   if opts ~= nil and type(opts) ~= "table" then bad_arg("opts", "stream", "table", type(opts)) end
   opts = opts or {}
-  local self = setmetatable({
-    id = id,
-    readers = ludx.waiters(),
-    writers = ludx.waiters(),
-    finishers = ludx.waiters(),
-    flushers = ludx.waiters(),
-    messages = ludx.waiters(),
-    events = ludx.waiters(),
-    closed = false,
-  }, Stream)
+  -- the wait queues (readers, writers, finishers, flushers, messages,
+  -- events) are made on first wait: an idle stream holds none (issue 18:
+  -- <= 4 KiB per idle stream; six empty queues were ~1.3 KiB of Lua heap)
+  local self = setmetatable({ id = id, closed = false }, Stream)
   self.ref = ludx.ref(self)
   local h, msg, code = core.udx_stream(id, self.ref)
   if not h then
@@ -277,7 +303,7 @@ function Stream:write(data, timeout)
     if r == nil then return nil, msg, code end
     if r == 0 then
       self.writing = true
-      local ok, m, c = self.writers:wait("write drain", timeout, "write")
+      local ok, m, c = queue(self, "writers"):wait("write drain", timeout, "write")
       self.writing = false
       if ok == nil then return nil, m, c end
     end
@@ -296,7 +322,7 @@ function Stream:write(data, timeout)
     off = off + n
     if r == 0 then
       local left = deadline and math.max(0, deadline - ludx.now()) or nil
-      local ok, m, c = self.writers:wait("write drain", left, "write")
+      local ok, m, c = queue(self, "writers"):wait("write drain", left, "write")
       if ok == nil then
         -- the whole buffer is taken even on a timeout (the udx contract)
         if c == "ETIMEDOUT" and off < len and not self.closed then self.h:write(data, off) end
@@ -323,7 +349,7 @@ function Stream:finish(timeout)
   end
   while not self.finished do
     if self.closed then return close_error(self) end
-    local ok, m, c = self.finishers:wait("finish", timeout, "finish")
+    local ok, m, c = queue(self, "finishers"):wait("finish", timeout, "finish")
     if ok == nil then return nil, m, c end
   end
   return true
@@ -336,7 +362,7 @@ function Stream:flush(timeout)
   local r, msg, code = self.h:flush()
   if r == nil then return nil, msg, code end
   if r == 1 then return true end
-  local ok, m, c = self.flushers:wait("flush", timeout, "flush")
+  local ok, m, c = queue(self, "flushers"):wait("flush", timeout, "flush")
   if ok == nil then return nil, m, c end
   return true
 end
@@ -359,7 +385,7 @@ function Stream:read(a, b)
       return nil
     end
     self.reading = true
-    local ok, m, c = self.readers:wait("read", timeout, "read")
+    local ok, m, c = queue(self, "readers"):wait("read", timeout, "read")
     self.reading = false
     if ok == nil and c then return nil, m, c end
   end
@@ -373,7 +399,7 @@ function Stream:wait_readable(timeout)
   timeout = timeout_arg(timeout, "wait_readable")
   local n, eof = self.h:readable()
   if self.closed or n > 0 or eof then return true end
-  local ok, m, c = self.readers:wait("read", timeout, "wait_readable")
+  local ok, m, c = queue(self, "readers"):wait("read", timeout, "wait_readable")
   if ok == nil and c then return nil, m, c end
   return true
 end
@@ -384,7 +410,7 @@ end
 function Stream:wait_drain(timeout)
   timeout = timeout_arg(timeout, "wait_drain")
   if self.closed then return close_error(self) end
-  local ok, m, c = self.writers:wait("write drain", timeout, "wait_drain")
+  local ok, m, c = queue(self, "writers"):wait("write drain", timeout, "wait_drain")
   if ok == nil then return nil, m, c end
   return true
 end
@@ -416,7 +442,7 @@ function Stream:recv(timeout)
     local m = self.h:take_message()
     if m then return m end
     if self.closed then return close_error(self) end
-    local ok, msg, code = self.messages:wait("message", timeout, "recv")
+    local ok, msg, code = queue(self, "messages"):wait("message", timeout, "recv")
     if ok == nil and code then return nil, msg, code end
   end
 end
@@ -481,7 +507,7 @@ function Stream:change_remote(sock, remote_id, port, host, timeout)
   self.remote_id = remote_id
   while not self.remote_changed do
     if self.closed then return close_error(self) end
-    local r, m, c = self.events:wait("change_remote", timeout, "change_remote")
+    local r, m, c = queue(self, "events"):wait("change_remote", timeout, "change_remote")
     if r == nil and c then return nil, m, c end
   end
   return true
@@ -499,7 +525,7 @@ function Stream:wait_connected(timeout)
   timeout = ludx.check_timeout(timeout, "wait_connected")
   while not self.h:remote_address() do
     if self.closed then return close_error(self) end
-    local r, m, c = self.events:wait("connect", timeout, "wait_connected")
+    local r, m, c = queue(self, "events"):wait("connect", timeout, "wait_connected")
     if r == nil and c then return nil, m, c end
   end
   return true
@@ -560,24 +586,24 @@ function Stream:trace_take()
 end
 
 ludx.on_event(EV.UDX_READABLE, function(s)
-  s.readers:wake_all(true)
+  wake(s, "readers", true)
 end)
 
 ludx.on_event(EV.UDX_DRAIN, function(s)
-  s.writers:wake_all(true)
+  wake(s, "writers", true)
 end)
 
 ludx.on_event(EV.UDX_FLUSH, function(s)
-  s.flushers:wake_all(true)
+  wake(s, "flushers", true)
 end)
 
 ludx.on_event(EV.UDX_FINISH, function(s)
   s.finished = true
-  s.finishers:wake_all(true)
+  wake(s, "finishers", true)
 end)
 
 ludx.on_event(EV.UDX_MESSAGE, function(s)
-  s.messages:wake_all(true)
+  wake(s, "messages", true)
 end)
 
 ludx.on_event(EV.UDX_CLOSE, function(s, status)
@@ -587,12 +613,12 @@ ludx.on_event(EV.UDX_CLOSE, function(s, status)
   end
   local msg, code = s.err_msg or "stream is closed", s.err_code or "EPIPE"
   -- readers first take what is buffered, then see the end or the error
-  s.readers:wake_all(true)
-  s.messages:wake_all(true)
-  s.writers:wake_all(nil, msg, code)
-  s.flushers:wake_all(nil, msg, code)
-  s.events:wake_all(true)
-  if not s.finished then s.finishers:wake_all(nil, msg, code) end
+  wake(s, "readers", true)
+  wake(s, "messages", true)
+  wake(s, "writers", nil, msg, code)
+  wake(s, "flushers", nil, msg, code)
+  wake(s, "events", true)
+  if not s.finished then wake(s, "finishers", nil, msg, code) end
 end)
 
 ludx.on_event(EV.UDX_FINALIZE, function(s)
@@ -603,12 +629,12 @@ ludx.on_event(EV.UDX_FINALIZE, function(s)
 end)
 
 ludx.on_event(EV.UDX_FIREWALL, function(s)
-  s.events:wake_all(true)
+  wake(s, "events", true)
 end)
 
 ludx.on_event(EV.UDX_REMOTE_CHANGED, function(s)
   s.remote_changed = true
-  s.events:wake_all(true)
+  wake(s, "events", true)
 end)
 
 ludx.on_event(EV.UDX_TRACE, function(s)

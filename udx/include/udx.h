@@ -62,7 +62,7 @@ typedef struct udx_stream_s udx_stream_t;
 // fields at any time without a call (FFI-friendly). New fields are only ever
 // appended, and `version` is bumped when they are.
 
-#define UDX_SOCKET_STATS_VERSION 3
+#define UDX_SOCKET_STATS_VERSION 4
 
 typedef struct udx_socket_stats_s {
   uint32_t version;
@@ -91,6 +91,10 @@ typedef struct udx_socket_stats_s {
   uint64_t rx_coalesced; // datagrams received inside UDP_GRO messages
   // version 3
   uint64_t wrong_source; // datagrams for a connected stream from an address not its remote (dropped)
+  // version 4
+  uint64_t linger_records; // gracefully closed streams that left a linger record
+  uint64_t linger_acks;    // ACKs sent for closed streams (a retransmitted END)
+  uint64_t linger_evicted; // records dropped early: the socket held its maximum
 } udx_socket_stats_t;
 
 #define UDX_STREAM_STATS_VERSION 1
@@ -246,6 +250,14 @@ udx_socket_stats (udx_socket_t *socket);
 // Fault injection for this socket only (NULL clears). Combined with udx_set_fault.
 int
 udx_socket_set_fault (udx_socket_t *socket, const udx_fault_t *fault);
+
+// Linger: a stream on this socket that closes gracefully leaves a small
+// record for 4 RTO or min_ms, whichever is longer, that ACKs a
+// retransmitted END (at most 8 times). At most `max` records (the oldest
+// goes first); max 0 turns it off. Defaults 64 and 2000 ms. Changing it
+// forgets the records.
+int
+udx_socket_set_linger (udx_socket_t *socket, uint32_t max, uint32_t min_ms);
 
 // ---------------------------------------------------------------------------
 // Stream

@@ -146,6 +146,12 @@ struct udx_socket_s {
 
   struct udx_path_s *paths; // shared windows, one per destination (path.h)
 
+  struct udx_linger_s *linger; // ring of linger_max records, made on first use (linger.h)
+  uint32_t linger_head;
+  uint32_t linger_len;
+  uint32_t linger_max;
+  uint32_t linger_ms;
+
   udx_socket_t *next_tx; // sockets with pending tx
   udx_socket_t *prev;
   udx_socket_t *next;

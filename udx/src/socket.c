@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "linger.h"
 #include "path.h"
 #include "wire.h"
 
@@ -50,7 +51,7 @@ udx__socket_dest (udx_socket_t *sock, const struct sockaddr *to, struct sockaddr
   return sizeof(struct sockaddr_in);
 }
 
-static bool
+bool
 udx__same_dest (const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
   if (a->ss_family != b->ss_family)
     return false;
@@ -270,6 +271,9 @@ udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct socka
       udx__mark_dirty(s);
       return;
     }
+    // a stream that closed gracefully may still owe an ACK (linger.h)
+    if (udx__linger_recv(sock, id, buf, len, from, now))
+      return;
   }
 
   if (sock->on_recv) {
@@ -403,6 +407,8 @@ udx_socket_init (udx_t *udx, udx_socket_t **out, udx_socket_close_cb on_close, v
   sock->data = data;
   sock->ttl = 64;
   sock->stats.version = UDX_SOCKET_STATS_VERSION;
+  sock->linger_max = UDX_LINGER_MAX_DEFAULT;
+  sock->linger_ms = UDX_LINGER_MS_DEFAULT;
   uv_timer_init(udx->loop, &sock->held_timer);
   sock->held_timer.data = sock;
   sock->held_timer_init = true;
@@ -610,6 +616,7 @@ udx__on_socket_handle_closed (uv_handle_t *h) {
   free(sock->tx_msgs);
   free(sock->tx_cmsg);
   free(sock->fault);
+  udx__linger_clear(sock);
   free(sock);
 }
 
@@ -643,6 +650,7 @@ udx_socket_close (udx_socket_t *sock) {
     sock->tx_listed = false;
   }
   udx__socket_tx_clear(sock);
+  udx__linger_clear(sock);
 
   sock->nheld = 0;
   sock->nhandles = 1;
@@ -653,6 +661,16 @@ udx_socket_close (udx_socket_t *sock) {
     uv_poll_stop(&sock->poll);
     uv_close((uv_handle_t *) &sock->poll, udx__on_socket_handle_closed);
   }
+  return 0;
+}
+
+int
+udx_socket_set_linger (udx_socket_t *sock, uint32_t max, uint32_t min_ms) {
+  if (sock == NULL || sock->closing)
+    return UV_EINVAL;
+  udx__linger_clear(sock);
+  sock->linger_max = max;
+  sock->linger_ms = min_ms;
   return 0;
 }
 

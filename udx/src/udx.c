@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "linger.h"
 
 uint64_t
 udx__now (void) {
@@ -174,6 +175,7 @@ udx__host_closed (udx_stream_t *s) {
   udx_io_stream_t *io = udx__io(s);
   if (io->closing)
     return;
+  udx__linger_add(s, s->now); // after a graceful close only
   io->closing = true;
   io->next_closing = io->udx->closing_streams;
   io->udx->closing_streams = s;

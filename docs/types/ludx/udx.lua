@@ -15,7 +15,7 @@
 ---@field READ_MAX integer What a read hands over at most unless told otherwise (64 KiB).
 local M = {}
 
---- Binds a UDP socket: host "0.0.0.0" (default), "::" (dual stack), "127.0.0.1"...; port 0 picks one. opts.ipv6only.
+--- Binds a UDP socket: host "0.0.0.0" (default), "::" (dual stack), "127.0.0.1"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger).
 ---@param host? string
 ---@param port? integer
 ---@param opts? table
@@ -86,6 +86,14 @@ function C1:set_fault(fault) end
 ---@return integer send
 ---@return integer recv
 function C1:buffer_sizes() end
+
+--- A stream that closes gracefully leaves a small record on its socket for 4 RTO or min_ms, whichever is longer, that ACKs the peer's retransmitted END (at most 8 times) in case our last ACK was lost. At most max records (the oldest goes first); max 0 turns it off. Defaults 64 and 2000 ms; changing it forgets the records. stats(): linger_records, linger_acks, linger_evicted.
+---@param max integer
+---@param min_ms integer
+---@return true? ok
+---@return string? err
+---@return string? code
+function C1:set_linger(max, min_ms) end
 
 --- A reliable byte stream (plus unreliable messages).
 ---@class ludx.udx.Stream

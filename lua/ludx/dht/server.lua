@@ -422,7 +422,7 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
       conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
       local deadline = ludx.now() + HANDSHAKE_INITIAL_TIMEOUT
       while not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received == 0 and ludx.now() < deadline do
-        stream.readers:wait("dht server first packet", deadline - ludx.now())
+        stream:wait_readable(deadline - ludx.now()) -- a readable event (or the timeout)
       end
       live = not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received > 0
     end
