@@ -184,8 +184,13 @@ typedef struct {
   int count;
   size_t size;
   uint64_t interval_ns; // 0 = as fast as possible
+  int window;           // > 0: stay at most this many ahead of the sink's highest index
   uint64_t started, ended;
 } sender_t;
+
+// The highest index the sink has seen, for a sender with a window: a stalled
+// emulator then holds the sender back instead of overflowing its socket buffer.
+static int sink_highest = -1;
 
 // Sends count datagrams of size bytes, each starting with its index (u32).
 enum { BATCH = 32 };
@@ -203,6 +208,19 @@ sender_run (void *arg) {
   while (i < s->count) {
     // send what is due by now, then nap: one wakeup per ~200 us, not per datagram
     uint64_t due = s->interval_ns ? (now_ns() - s->started) / s->interval_ns + 1 : (uint64_t) s->count;
+    if (s->window > 0) {
+      // wait for the sink, but never forever (10 s without progress: go on)
+      uint64_t waited = now_ns();
+      int last = __atomic_load_n(&sink_highest, __ATOMIC_ACQUIRE);
+      while (i - last > s->window && now_ns() - waited < 10000000000ull) {
+        sleep_until(now_ns() + 200000);
+        int h = __atomic_load_n(&sink_highest, __ATOMIC_ACQUIRE);
+        if (h != last)
+          last = h, waited = now_ns();
+      }
+      if (due > (uint64_t) (last + s->window + 1))
+        due = (uint64_t) (last + s->window + 1);
+    }
     while (i < s->count && (uint64_t) i < due) {
       int n = 0;
       for (; n < BATCH && i + n < s->count && (uint64_t) (i + n) < due; n++) {
@@ -233,7 +251,8 @@ typedef struct {
   uint8_t *seen;  // per index, how many times
 } sink_t;
 
-// Receives until idle_ms pass with nothing.
+// Receives until idle_ms pass with nothing after the first datagram; waits up
+// to 10 s for the first (an emulator starting on a loaded machine is slow).
 static void
 sink_run (int fd, sink_t *k, int max_index, int idle_ms) {
   static uint8_t bufs[BATCH][2048];
@@ -244,7 +263,7 @@ sink_run (int fd, sink_t *k, int max_index, int idle_ms) {
   k->seen = calloc((size_t) max_index, 1);
   for (;;) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, idle_ms) <= 0)
+    if (poll(&p, 1, k->n == 0 ? 10000 : idle_ms) <= 0)
       break;
     for (int i = 0; i < BATCH; i++) {
       iov[i] = (struct iovec){.iov_base = bufs[i], .iov_len = sizeof(bufs[i])};
@@ -268,6 +287,7 @@ sink_run (int fd, sink_t *k, int max_index, int idle_ms) {
       if (idx > highest)
         highest = idx;
     }
+    __atomic_store_n(&sink_highest, highest, __ATOMIC_RELEASE);
   }
 }
 
@@ -386,7 +406,10 @@ run_loss (uint64_t seed, int n, int *received) {
   snprintf(sspec, sizeof(sspec), "%llu", (unsigned long long) seed);
   emu_t e;
   emu_start(&e, (const char *[]){"--loss", "10%", "--seed", sspec, "--b", bspec, NULL});
-  sender_t s = {.fd = a, .port = e.port_a, .count = n, .size = 100, .interval_ns = 20000};
+  // a window of 1,000 (about 1 MB of socket buffer): a stalled emulator or
+  // sink must not make the kernel drop what the counts below compare
+  sender_t s = {.fd = a, .port = e.port_a, .count = n, .size = 100, .interval_ns = 20000, .window = 1000};
+  __atomic_store_n(&sink_highest, -1, __ATOMIC_RELEASE);
   pthread_t th;
   pthread_create(&th, NULL, sender_run, &s);
   sink_t k;
