@@ -331,6 +331,9 @@ function M.case(spec)
         sample.path = stats
         sample.extra = sample.extra or {}
         sample.extra.queue_drops = stats.ab.dropped_queue
+        -- how late the emulator forwarded (a loaded machine): a late
+        -- emulator idles the link and the figure is the machine's, not ours
+        if tonumber(stats.ab.late_max_us) then sample.extra.emu_late_max_ms = stats.ab.late_max_us / 1000 end
       end
       if sample.ok and spec.path.rate then
         sample.extra.goodput_pct = 100 * sample.mb_s * 1e6 / M.payload_rate(spec.path.rate)
