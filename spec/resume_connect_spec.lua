@@ -4,7 +4,6 @@
 -- starts from it (Stream:set_resume before the first write), on both the
 -- connecting and the accepting side. Another key, a short exchange or
 -- opts.resume = false leave things as with a stranger.
-local ludx = require "ludx"
 local dht = require "ludx.dht"
 local H = require "helper"
 local run = H.run
