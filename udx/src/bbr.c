@@ -505,6 +505,9 @@ bbr_careful_resume (udx_stream_t *s, udx_rate_sample_t *rs) {
     if (s->cwnd < b->cr_jump)
       s->cwnd = b->cr_jump;
     s->pacing_rate = bbr_rate_bytes_per_s(s, jump_bw / bbr_pkt_bytes(s), 1.0);
+    // the RTT is known now: BBR's first-RTT pacing (cwnd / srtt at high
+    // gain) must not re-pace the jump at 2.89x (a burst at 1.3x the link)
+    b->has_seen_rtt = true;
     b->cr_start = s->delivered;
     b->cr_mark = s->delivered + s->inflight + b->cr_jump;
     b->cr_phase = UDX_CR_UNVALIDATED;
