@@ -141,7 +141,9 @@ function M.transfer(root, system, opts)
     if ok2 then
       local ds, dr = res[1], res[2]
       local serr, rerr = null(ds.error), null(dr.error)
-      local elapsed = dr.t_end - ds.t_start
+      -- from the sender's first write to the receiver's last byte (t_last;
+      -- its END comes an RTT later: the sender flushes, then ends)
+      local elapsed = (tonumber(null(dr.t_last)) or dr.t_end) - ds.t_start
       sample.bytes = dr.bytes
       sample.mb_s = dr.bytes / 1e6 / (elapsed / 1000)
       sample.ms = elapsed
