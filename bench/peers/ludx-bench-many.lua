@@ -144,6 +144,7 @@ local function main(argv)
       jain = sum2 > 0 and sum * sum / (n * sum2) or json.null, rttMedianMs = rtts[math.floor((#rtts + 1) / 2)] or json.null }
   else
     local first, t25, t75
+    local last -- when the last byte came (the ENDs follow the sender's flushes)
     local bytes = 0
     local total = per * n
     local kept = {}
@@ -162,6 +163,7 @@ local function main(argv)
             emit({ event = "start", t = first })
           end
           bytes = bytes + #chunk
+          last = core.wallclock()
           -- when a quarter and three quarters had arrived: the rate between
           -- is the steady state's, without the start and the end
           if not t25 and bytes >= total / 4 then t25 = core.wallclock() end
@@ -183,7 +185,7 @@ local function main(argv)
       for _, c in ipairs(kept[i]) do h:update(c) end
       hashes[i] = h:hex()
     end
-    result = { bytes = bytes, hash = o.hash ~= "off" and combine(hashes) or json.null, t_start = first or t0, t_end = t1,
+    result = { bytes = bytes, hash = o.hash ~= "off" and combine(hashes) or json.null, t_start = first or t0, t_end = t1, t_last = last or t1,
       cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
       steadyBytesPerS = (t25 and t75 and t75 > t25) and (total / 2) / ((t75 - t25) / 1000) or json.null }
   end
