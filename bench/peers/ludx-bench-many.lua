@@ -30,6 +30,15 @@ local function combine(hashes)
   return h:hex()
 end
 
+-- Ends every stream at once (a task each) and waits for all the ENDs' acks.
+local function finish_all(streams, timeout)
+  local tasks = {}
+  for i, s in ipairs(streams) do
+    tasks[i] = ludx.spawn("finish " .. i, function() s:finish(timeout) end)
+  end
+  for _, t in ipairs(tasks) do t:join() end
+end
+
 local function main(argv)
   local o = {}
   for k, v in pairs(DEFAULTS) do o[k] = v end
@@ -124,7 +133,10 @@ local function main(argv)
     end
     table.sort(rtts)
     local u1, s1 = cpu_ms()
-    for _, s in ipairs(streams) do s:finish(o.timeoutMs) end
+    -- every stream's END at once, as udx-bench-many.js ends them: one
+    -- finish after another (each waits for its END's ack) kept the last
+    -- receiver waiting 16 round trips, 10% of the 16-stream path case
+    finish_all(streams, o.timeoutMs)
     for _, s in ipairs(streams) do while s:read(nil, o.timeoutMs) do end end
     local hashes = {}
     for i = 1, n do hashes[i] = one end
@@ -132,6 +144,7 @@ local function main(argv)
       jain = sum2 > 0 and sum * sum / (n * sum2) or json.null, rttMedianMs = rtts[math.floor((#rtts + 1) / 2)] or json.null }
   else
     local first, t25, t75
+    local last -- when the last byte came (the ENDs follow the sender's flushes)
     local bytes = 0
     local total = per * n
     local kept = {}
@@ -150,6 +163,7 @@ local function main(argv)
             emit({ event = "start", t = first })
           end
           bytes = bytes + #chunk
+          last = core.wallclock()
           -- when a quarter and three quarters had arrived: the rate between
           -- is the steady state's, without the start and the end
           if not t25 and bytes >= total / 4 then t25 = core.wallclock() end
@@ -164,14 +178,14 @@ local function main(argv)
     end
     local t1 = core.wallclock()
     local u1, s1 = cpu_ms()
-    for _, s in ipairs(streams) do s:finish(o.timeoutMs) end
+    finish_all(streams, o.timeoutMs)
     local hashes = {}
     for i = 1, n do
       local h = core.hasher()
       for _, c in ipairs(kept[i]) do h:update(c) end
       hashes[i] = h:hex()
     end
-    result = { bytes = bytes, hash = o.hash ~= "off" and combine(hashes) or json.null, t_start = first or t0, t_end = t1,
+    result = { bytes = bytes, hash = o.hash ~= "off" and combine(hashes) or json.null, t_start = first or t0, t_end = t1, t_last = last or t1,
       cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
       steadyBytesPerS = (t25 and t75 and t75 > t25) and (total / 2) / ((t75 - t25) / 1000) or json.null }
   end

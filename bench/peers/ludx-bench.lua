@@ -117,6 +117,7 @@ local function recv(stream, raw, o)
   local u0, s0 = cpu_ms()
   local t0 = wall_ms()
   local first
+  local last -- when the last byte came (the END follows the sender's flush)
   local bytes = 0
   local err
   while true do
@@ -130,6 +131,7 @@ local function recv(stream, raw, o)
       emit({ event = "start", t = first })
     end
     bytes = bytes + #chunk
+    last = wall_ms()
     if kept then kept[#kept + 1] = chunk elseif h then h:update(chunk) end
   end
   local t1 = wall_ms()
@@ -139,7 +141,7 @@ local function recv(stream, raw, o)
     for _, c in ipairs(kept) do h:update(c) end
   end
   return {
-    bytes = bytes, hash = h and h:hex() or nil, t_start = first or t0, t_connect = t0, t_end = t1,
+    bytes = bytes, hash = h and h:hex() or nil, t_start = first or t0, t_connect = t0, t_end = t1, t_last = last or t1,
     ms = t1 - (first or t0), cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
   }, err
 end

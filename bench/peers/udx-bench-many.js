@@ -99,6 +99,7 @@ function main() {
       let first = null
       let bytes = 0
       let t1 = null
+      let last = null // when the last byte came (the ENDs follow the senders' flushes)
       let c = null
       const kept = streams.map(() => [])
       let ended = 0
@@ -107,6 +108,7 @@ function main() {
           s.on('data', (d) => {
             if (first === null) { first = now(); emit({ event: 'start', t: first }) }
             bytes += d.byteLength
+            last = now()
             if (o.hash !== 'off') kept[i].push(d)
           })
           s.on('end', () => {
@@ -121,7 +123,7 @@ function main() {
         for (const d of list) h.update(d)
         return h.digest('hex')
       })
-      result = { bytes, hash: o.hash === 'off' ? null : combine(hashes), t_start: first || t0, t_end: t1, cpu_user_ms: c.user / 1000, cpu_sys_ms: c.system / 1000 }
+      result = { bytes, hash: o.hash === 'off' ? null : combine(hashes), t_start: first || t0, t_end: t1, t_last: last || t1, cpu_user_ms: c.user / 1000, cpu_sys_ms: c.system / 1000 }
     }
     let retransmits = 0
     let rtoCount = 0

@@ -182,6 +182,7 @@ function recv(stream, raw, o) {
     const cpu0 = process.cpuUsage()
     const t0 = now()
     let first = null
+    let last = null // when the last byte came (the END follows the sender's flush)
     let bytes = 0
     stream.on('data', (data) => {
       if (first === null) {
@@ -189,6 +190,7 @@ function recv(stream, raw, o) {
         emit({ event: 'start', t: first })
       }
       bytes += data.byteLength
+      last = now()
       if (h) h.update(data)
     })
     stream.on('end', async () => {
@@ -202,6 +204,7 @@ function recv(stream, raw, o) {
         t_start: first !== null ? first : t0,
         t_connect: t0,
         t_end: t1,
+        t_last: last !== null ? last : t1,
         ms: t1 - (first !== null ? first : t0),
         ...c
       })

@@ -59,5 +59,19 @@ return {
     path_case("20M-100ms", "20 Mbit/s, 100 ms RTT, 1000-packet queue, {size}",
       { rate = 20e6, delay_ms = 50, queue = 1000, seed = 4 }, 20 * MB, 2 * MB),
     resumed_case(),
+    -- 16 streams of one socket through a bottleneck whose queue is a quarter
+    -- of the BDP (84 datagrams of 1500 bytes; 500 KB BDP): what they take of
+    -- the link together (goodput; steady_pct from a quarter to three
+    -- quarters of the bytes), Jain's index of their rates (jain) and the
+    -- median RTT they saw (rtt_med_ms against 40 ms idle). emu_late_max_ms:
+    -- how late the emulator ran (a loaded machine idles the link).
+    transfer.case({
+      name = "16-streams-shallow",
+      description = "16 streams of one socket, 100 Mbit/s, 40 ms RTT, 84-packet queue (1/4 BDP), {size} in all",
+      bytes = 64 * MB, quick_bytes = 16 * MB, chunk = 65536, streams = 16,
+      systems = { "udx-native -> udx-native", "ludx -> ludx" },
+      path = { rate = 100e6, delay_ms = 20, queue = 84, seed = 5 },
+      timeout = 600000,
+    }),
   },
 }

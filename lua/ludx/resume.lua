@@ -7,8 +7,15 @@
 --   ...                                                 -- the transfer
 --   store:remember(stream, remote_public_key, host, port)
 --
+-- or, for a stream a connect or server just made (ludx.dht does this for
+-- every connection: the node's store, opts.resume = false to opt out):
+--
+--   store:track(stream, remote_public_key, host)  -- seeds now, remembers on close
+--
 -- An entry is kept per remote key and address (a peer seen over another
--- path is another entry: a path's capacity is not the peer's). The store
+-- path is another entry: a path's capacity is not the peer's); port nil
+-- names the path by host alone (a peer's ports change between
+-- connections: holepunched sockets, restarts). The store
 -- holds at most `max` entries (the least recently used goes first) and
 -- forgets an entry after `max_age` ms. A stream seeded from it starts as a
 -- stranger's would and jumps to half the remembered rate only once its
@@ -20,6 +27,11 @@ local M = {}
 
 M.DEFAULT_MAX = 256
 M.DEFAULT_MAX_AGE = 3600000 -- ms
+-- A closed stream is remembered by track() only when it delivered this
+-- much: a completed transfer whose estimate means something, not a
+-- handshake or a few messages (and a peer must move this much of our data
+-- per entry it makes).
+M.DEFAULT_MIN_BYTES = 1048576
 
 local Store = {}
 Store.__index = Store
@@ -31,22 +43,25 @@ end
 local function key_of(fname, public_key, host, port)
   if public_key ~= nil and type(public_key) ~= "string" then bad("public_key", fname, "string or nil", type(public_key)) end
   if type(host) ~= "string" then bad("host", fname, "string", type(host)) end
-  if type(port) ~= "number" or port % 1 ~= 0 or port < 0 or port > 65535 then bad("port", fname, "port number", tostring(port)) end
-  return (public_key or "") .. "\0" .. host .. "\0" .. port
+  if port ~= nil and (type(port) ~= "number" or port % 1 ~= 0 or port < 0 or port > 65535) then bad("port", fname, "port number or nil", tostring(port)) end
+  return (public_key or "") .. "\0" .. host .. "\0" .. (port or "")
 end
 
 --- A store of at most opts.max entries (default 256), each forgotten after
--- opts.max_age ms (default one hour).
+-- opts.max_age ms (default one hour); track() remembers streams that
+-- delivered at least opts.min_bytes (default 1 MiB).
 function M.store(opts)
   if opts ~= nil and type(opts) ~= "table" then bad("opts", "store", "table", type(opts)) end
   opts = opts or {}
   local max, age = opts.max or M.DEFAULT_MAX, opts.max_age or M.DEFAULT_MAX_AGE
+  local min_bytes = opts.min_bytes or M.DEFAULT_MIN_BYTES
   if type(max) ~= "number" or max < 1 or max % 1 ~= 0 then bad("max", "store", "positive integer", tostring(max)) end
   if type(age) ~= "number" or age <= 0 then bad("max_age", "store", "positive number of ms", tostring(age)) end
+  if type(min_bytes) ~= "number" or min_bytes < 0 or min_bytes ~= min_bytes then bad("min_bytes", "store", "non-negative number", tostring(min_bytes)) end
   -- a ring of entries in use order: head is the most recent
   local head = {}
   head.prev, head.next = head, head
-  return setmetatable({ max = max, max_age = age, n = 0, map = {}, head = head }, Store)
+  return setmetatable({ max = max, max_age = age, min_bytes = min_bytes, n = 0, map = {}, head = head }, Store)
 end
 
 local function unlink(e)
@@ -112,6 +127,24 @@ function Store:seed(stream, public_key, host, port)
   local ok, msg, code = stream:set_resume(e.rate, e.rtt_ms)
   if not ok then return nil, msg, code end
   return true
+end
+
+--- For a stream just connected to an authenticated peer, before its first
+-- write: seeds it from the entry for (public_key, host, port) and, when it
+-- closes, remembers what it measured if it delivered at least min_bytes
+-- and did not time out (a path that died is not one to jump on). Only
+-- call it with a key the handshake proved: each key makes an entry.
+-- Returns what seed() returns.
+function Store:track(stream, public_key, host, port)
+  key_of("track", public_key, host, port)
+  if type(stream) ~= "table" or type(stream.set_resume) ~= "function" then bad("stream", "track", "udx stream", type(stream)) end
+  local seeded, msg, code = self:seed(stream, public_key, host, port)
+  stream.on_close = function(s)
+    local st = s:stats()
+    if s.err_code == "ETIMEDOUT" or not st or (st.delivered or 0) * (st.max_payload or 0) < self.min_bytes then return end
+    self:remember(s, public_key, host, port)
+  end
+  return seeded, msg, code
 end
 
 --- Entries held.

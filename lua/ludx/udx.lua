@@ -474,13 +474,16 @@ end
 
 --- Careful resume: before the first write, start from what an earlier
 -- stream to the same peer over the same path measured ({rate = payload
--- bytes/s, rtt_ms = min RTT}, as remembered by ludx.udx.resume_store()).
+-- bytes/s, rtt_ms = min RTT}, as remembered by a ludx.resume store).
 -- The stream jumps to half that rate once its first RTT sample is within
 -- [rtt/2, 2 rtt], and retreats at the first loss before the jump is acked.
 function Stream:set_resume(rate, rtt_ms)
   if type(rate) ~= "number" or rate < 0 or rate ~= rate then bad_arg("rate", "set_resume", "non-negative number", tostring(rate)) end
   if type(rtt_ms) ~= "number" or rtt_ms < 0 or rtt_ms ~= rtt_ms then bad_arg("rtt_ms", "set_resume", "non-negative number", tostring(rtt_ms)) end
-  return self.h:set_resume(math.floor(math.min(rate, 2 ^ 50)), math.floor(math.min(rtt_ms * 1000, 4294967295)))
+  local ok, msg, code = self.h:set_resume(math.floor(math.min(rate, 2 ^ 50)), math.floor(math.min(rtt_ms * 1000, 4294967295)))
+  if not ok then return nil, msg, code end
+  self.resumed_from = { rate = rate, rtt_ms = rtt_ms } -- what it was seeded with (for tests, stats)
+  return true
 end
 
 function Stream:set_fault(f)
@@ -619,6 +622,12 @@ ludx.on_event(EV.UDX_CLOSE, function(s, status)
   wake(s, "flushers", nil, msg, code)
   wake(s, "events", true)
   if not s.finished then wake(s, "finishers", nil, msg, code) end
+  -- once, with the final stats (ludx.resume remembers the path here)
+  local on_close = s.on_close
+  if on_close then
+    s.on_close = nil
+    pcall(on_close, s)
+  end
 end)
 
 ludx.on_event(EV.UDX_FINALIZE, function(s)

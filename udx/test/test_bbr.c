@@ -33,14 +33,16 @@ typedef struct {
   uint32_t cwnd[4096]; // packets, while in ProbeBW
   uint32_t ncwnd;
   bool left_startup;
+  uint64_t jump_pacing; // bytes/s, first seen once a careful-resume jump was made
 } watch_t;
 
 static watch_t w;
 
 static void
 on_trace (udx_stream_t *s, uint64_t now, const udx_stream_stats_t *st) {
-  UDX_UNUSED(s);
   UDX_UNUSED(now);
+  if (s->bbr.cr_phase == UDX_CR_UNVALIDATED && w.jump_pacing == 0)
+    w.jump_pacing = st->pacing_rate;
   if (st->bbr_bw > w.max_bw)
     w.max_bw = st->bbr_bw;
   if (st->bbr_state == UDX_BBR_STATE_STARTUP && st->rtt_us > w.max_startup_rtt)
@@ -233,6 +235,7 @@ typedef struct {
   uint8_t phase;
   uint64_t retransmits;
   uint64_t rtos;
+  uint64_t jump_pacing;
 } resumed_t;
 
 static resumed_t
@@ -254,6 +257,7 @@ resume_run (uint64_t link_rate, uint64_t rate, uint32_t rtt, uint32_t delay_us) 
       .phase = p.a->bbr.cr_phase,
       .retransmits = p.a->stats.retransmits,
       .rtos = p.a->stats.rto_count,
+      .jump_pacing = w.jump_pacing,
   };
   udx__stream_refresh_stats(p.a);
   r.rate = p.a->stats.bbr_bw;
@@ -278,6 +282,13 @@ test_careful_resume_jump (void) {
   double ideal_us = (50.0 * 1048576) / ((double) LINK_PAYLOAD) * 1e6;
   CHECK(ideal_us / (double) second.us >= 0.97);
   CHECK_EQ(second.rtos, 0);
+  // the jump is paced over the RTT at half the remembered rate (headers
+  // counted): BBR's first-RTT pacing, cwnd / srtt at 2.89x, sent it as a
+  // burst at 1.3x the link
+  if (getenv("UDX_TEST_VERBOSE"))
+    fprintf(stderr, "jump paced at %llu B/s (remembered %llu B/s)\n", (unsigned long long) second.jump_pacing, (unsigned long long) first.rate);
+  CHECK(second.jump_pacing > 0);
+  CHECK(second.jump_pacing <= first.rate * 6 / 10);
 }
 
 // A remembered RTT that the first sample does not match is another path:

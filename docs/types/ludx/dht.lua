@@ -14,7 +14,7 @@
 ---@field FIREWALL table Firewall kinds: UNKNOWN, OPEN, CONSISTENT, RANDOM.
 local M = {}
 
---- A node, bound and bootstrapping. opts: bootstrap ("host:port" or a list of them; default the public network), host ("0.0.0.0"), port (nil: 49737 or the next free one; 0: any), ephemeral, firewalled, keypair (default for listen and connect). Bounds on what other nodes can make it spend (docs/security.md): max_requests (10000 a second in all), max_requests_per_source (200 per host:port), max_requests_per_prefix (2000 per IPv4 /24 or IPv6 /48), amplification (3: bytes sent to a host that has not proven it receives, per byte it sent), max_store_bytes (32 MiB over all stores), max_store_bytes_per_host (1 MiB per 10 min), max_verifications (1000 signature checks a second) and max_verifications_per_prefix (200), max_delayed_pings (1024) and max_delayed_pings_per_host (8), max_relay_pending (4096 relayed handshakes awaiting the server's answer).
+--- A node, bound and bootstrapping. opts: bootstrap ("host:port" or a list of them; default the public network), host ("0.0.0.0"), port (nil: 49737 or the next free one; 0: any), ephemeral, firewalled, keypair (default for listen and connect). Bounds on what other nodes can make it spend (docs/security.md): max_requests (10000 a second in all), max_requests_per_source (200 per host:port), max_requests_per_prefix (2000 per IPv4 /24 or IPv6 /48), amplification (3: bytes sent to a host that has not proven it receives, per byte it sent), max_store_bytes (32 MiB over all stores), max_store_bytes_per_host (1 MiB per 10 min), max_verifications (1000 signature checks a second) and max_verifications_per_prefix (200), max_delayed_pings (1024) and max_delayed_pings_per_host (8), max_relay_pending (4096 relayed handshakes awaiting the server's answer). resume (careful resume: a table of ludx.resume store options, max (256 peer paths), max_age (1 h), min_bytes (1 MiB a connection must deliver to be remembered); false: none): connections to and from a key the handshake proved start from the rate and min RTT the last one over the same remote host measured (node.resume).
 ---@param opts? table
 ---@return ludx.dht.Node? node
 ---@return string? err
@@ -177,13 +177,13 @@ function C1:mutable_put(keypair, value, opts) end
 ---@return string? code
 function C1:mutable_get(public_key, opts) end
 
---- A server: handler(conn) runs as a task for each connection (conn is a SecretStream). opts.firewall(remote_public_key, payload, address) -> true refuses a client. Caps against handshake floods (see ludx.dht.server): opts.max_handshakes (250 a second), max_handshakes_per_source (16 a second), max_pending (256 waiting for their client), max_pending_per_source (8), max_punchers (32 puncher sockets).
+--- A server: handler(conn) runs as a task for each connection (conn is a SecretStream). opts.firewall(remote_public_key, payload, address) -> true refuses a client. Caps against handshake floods (see ludx.dht.server): opts.max_handshakes (250 a second), max_handshakes_per_source (16 a second), max_pending (256 waiting for their client), max_pending_per_source (8), max_punchers (32 puncher sockets). opts.resume = false: no careful resume from the node's store.
 ---@param handler function
 ---@param opts? table
 ---@return ludx.dht.Server server
 function C1:server(handler, opts) end
 
---- Connects to the server with this key, through the DHT (relayed handshake, holepunching when needed). Returns once the server holds the connection (its header arrived). opts: keypair, timeout, relay_addresses.
+--- Connects to the server with this key, through the DHT (relayed handshake, holepunching when needed). Returns once the server holds the connection (its header arrived). opts: keypair, timeout, relay_addresses, resume (false: start as with a stranger, whatever the node remembers).
 ---@param public_key string
 ---@param opts? table
 ---@return ludx.secretstream.Stream? conn

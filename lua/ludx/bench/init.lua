@@ -364,7 +364,7 @@ local function text_table(head, rows)
   local out = {}
   local function line(r)
     local cells = {}
-    for i, c in ipairs(r) do cells[i] = (i == 1 or i == #r) and format("%-" .. w[i] .. "s", c) or format("%" .. w[i] .. "s", c) end
+    for i, c in ipairs(r) do cells[i] = i == #r and c or i == 1 and c .. (" "):rep(w[i] - #c) or (" "):rep(w[i] - #c) .. c end -- (no %Ns: LuaJIT takes widths < 100)
     out[#out + 1] = ("  " .. table.concat(cells, "  ")):gsub("%s+$", "")
   end
   line(head)

@@ -141,7 +141,9 @@ function M.transfer(root, system, opts)
     if ok2 then
       local ds, dr = res[1], res[2]
       local serr, rerr = null(ds.error), null(dr.error)
-      local elapsed = dr.t_end - ds.t_start
+      -- from the sender's first write to the receiver's last byte (t_last;
+      -- its END comes an RTT later: the sender flushes, then ends)
+      local elapsed = (tonumber(null(dr.t_last)) or dr.t_end) - ds.t_start
       sample.bytes = dr.bytes
       sample.mb_s = dr.bytes / 1e6 / (elapsed / 1000)
       sample.ms = elapsed
@@ -331,6 +333,9 @@ function M.case(spec)
         sample.path = stats
         sample.extra = sample.extra or {}
         sample.extra.queue_drops = stats.ab.dropped_queue
+        -- how late the emulator forwarded (a loaded machine): a late
+        -- emulator idles the link and the figure is the machine's, not ours
+        if tonumber(stats.ab.late_max_us) then sample.extra.emu_late_max_ms = stats.ab.late_max_us / 1000 end
       end
       if sample.ok and spec.path.rate then
         sample.extra.goodput_pct = 100 * sample.mb_s * 1e6 / M.payload_rate(spec.path.rate)

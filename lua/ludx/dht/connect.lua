@@ -190,6 +190,13 @@ function M.connect(node, public_key, opts, timeout)
     return nil, "Cannot holepunch to remote", "CANNOT_HOLEPUNCH"
   end
 
+  -- careful resume: a peer (proven by the handshake) seen before over this
+  -- host starts from what was measured then; the stream is remembered when
+  -- it closes (ludx.resume)
+  if node.resume and opts.resume ~= false then
+    local host = stream:remote_address()
+    if host then node.resume:track(stream, public_key, host) end
+  end
   local secretstream = require "ludx.secretstream"
   local r = res.result
   local conn = secretstream.wrap(stream, {

@@ -250,10 +250,16 @@ new_node = function(opts, fname)
   o.transport = opts.transport or denv.transport
   if o.bootstrap == nil then o.bootstrap = consts.BOOTSTRAP_NODES end
   if o.port == nil then o.port = consts.DEFAULT_PORT end
+  -- careful resume: what connections measured, per remote key and host
+  if opts.resume ~= nil and opts.resume ~= false and type(opts.resume) ~= "table" then
+    bad_arg("opts.resume", fname, "false or a table of ludx.resume store options", type(opts.resume))
+  end
+  local resume_store = opts.resume ~= false and require("ludx.resume").store(opts.resume or nil) or nil
+  o.resume = nil
   local ok, h = pcall(opts.bootstrapper and hyperdht.bootstrapper or hyperdht.new, o)
   if not ok then bad_arg("opts", fname, "valid options", tostring(h)) end
   local self = setmetatable({
-    h = h, keypair = opts.keypair or crypto.keypair(), ready_waiters = ludx.waiters(), servers = {},
+    h = h, keypair = opts.keypair or crypto.keypair(), ready_waiters = ludx.waiters(), servers = {}, resume = resume_store,
     owned = setmetatable({}, { __mode = "k" }) }, Node)
   h:on("ready", function() self.ready_waiters:wake_all(true) end)
   local started, msg, code = h:start()
@@ -431,7 +437,8 @@ function Node:server(handler, opts)
 end
 
 --- Connects to the server with public_key: a SecretStream connection.
--- opts: keypair, timeout, relay_addresses.
+-- opts: keypair, timeout, relay_addresses, resume (false: start as with a
+-- stranger even when the node's resume store knows the peer's path).
 function Node:connect(public_key, opts)
   local ok, msg, code = public_key_ok(public_key, "public_key", "connect")
   local timeout

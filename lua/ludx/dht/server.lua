@@ -56,7 +56,8 @@ Server.__index = Server
 -- remote_public_key, payload, client_address) -> true refuses a client;
 -- opts.max_handshakes, max_handshakes_per_source (per second),
 -- max_pending, max_pending_per_source, max_punchers,
--- max_punchers_per_source: the caps above.
+-- max_punchers_per_source: the caps above; opts.resume = false: no
+-- careful resume from the node's store.
 -- server.onrefuse(source, reason, admitted, from, peer_address), when set,
 -- sees each refused first message ("pending", "rate" or "budget").
 function M.new(node, handler, opts)
@@ -67,6 +68,7 @@ function M.new(node, handler, opts)
     handler = handler,
     firewall = opts.firewall,
     keepalive = opts.keepalive or 5000,
+    resume = opts.resume ~= false and node.resume or nil, -- careful resume (ludx.resume)
     max_handshakes = opts.max_handshakes or M.MAX_HANDSHAKES,
     max_handshakes_per_source = opts.max_handshakes_per_source or M.MAX_HANDSHAKES_PER_SOURCE,
     max_pending = opts.max_pending or M.MAX_PENDING,
@@ -419,6 +421,7 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
       -- (the client waits for it), and the handshake stays pending until
       -- a packet comes back from there; a silent address costs no
       -- connection and makes nobody known
+      self:_resume(stream, r.remote_public_key)
       conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
       local deadline = ludx.now() + HANDSHAKE_INITIAL_TIMEOUT
       while not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received == 0 and ludx.now() < deadline do
@@ -435,6 +438,7 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
     hs.done = true
     self.known:set(hs.host, true)
     if not conn then
+      self:_resume(stream, r.remote_public_key)
       conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
     end
     conn.udx_stream = stream
@@ -443,6 +447,15 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
     t.quiet = false
   end)
   return hs
+end
+
+-- Careful resume for a stream about to send its header to a client whose
+-- key the handshake proved: seeded from the node's store, remembered there
+-- when it closes.
+function Server:_resume(stream, remote_public_key)
+  if not self.resume then return end
+  local host = stream:remote_address()
+  if host then self.resume:track(stream, remote_public_key, host) end
 end
 
 M.errors = errors
