@@ -24,9 +24,7 @@ local function read_n(conn, n)
 end
 
 local function wait_closed(stream)
-  while not stream.closed do
-    stream.events:wait("stream closed", 30000)
-  end
+  assert(stream:wait_closed(30000))
 end
 
 -- The server reads `bytes`, sends as many back, ends, closes.

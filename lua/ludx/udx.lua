@@ -534,6 +534,16 @@ function Stream:wait_connected(timeout)
   return true
 end
 
+--- Waits until the stream has closed (ended both ways, destroyed, or failed).
+function Stream:wait_closed(timeout)
+  timeout = ludx.check_timeout(timeout, "wait_closed")
+  while not self.closed do
+    local r, m, c = queue(self, "events"):wait("close", timeout, "wait_closed")
+    if r == nil and c then return nil, m, c end
+  end
+  return true
+end
+
 function Stream:remote_address()
   return self.h:remote_address()
 end

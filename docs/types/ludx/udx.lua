@@ -251,6 +251,13 @@ function C2:firewall(mode, remote_id) end
 ---@return string? code
 function C2:wait_connected(timeout) end
 
+--- Waits until the stream has closed (ended both ways, destroyed or failed).
+---@param timeout? number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C2:wait_closed(timeout) end
+
 --- Where the stream is connected.
 ---@return string? host
 ---@return integer? port
