@@ -662,12 +662,24 @@ end
 
 -- The reply cut to budget bytes: fewer closer nodes, then no id; one
 -- with a value (or nothing left to cut) is not sent at all (nil): the
--- requester retries and by then has answered our probe.
+-- requester retries and by then has answered our probe. Nor is a query
+-- reply cut down to no closer nodes (issue 13): a requester takes it as
+-- the final answer, and a bootstrap through it learns no node at all.
 function IO:_fit(m, buf, budget)
   if #buf <= budget then return buf end
   local closer = m.closer_nodes
   if closer and #closer > 0 then
-    local keep = math.max(0, #closer - math.ceil((#buf - budget) / 6))
+    local keep = #closer - math.ceil((#buf - budget) / 6)
+    if keep < 1 and m.id and m.value == nil then
+      -- the id goes first when that leaves room for closer nodes
+      m.id = nil
+      buf = msgs.encode_response(m)
+      keep = math.min(#closer, #closer - math.ceil((#buf - budget) / 6))
+    end
+    if keep < 1 then
+      self.stats.amp_dropped = self.stats.amp_dropped + 1
+      return nil
+    end
     local cut = {}
     for i = 1, keep do cut[i] = closer[i] end
     m.closer_nodes = cut
