@@ -56,6 +56,11 @@ local now = ludx.now
 -- for the user's read (backpressure reaches the raw stream).
 local READ_HIGHWATER = 4 * 1024 * 1024
 
+-- Over a udx stream, the reader decrypts up to this much plaintext into
+-- one string per call (then one more frame at most): one string per wake-up,
+-- which a read() hands over whole, instead of one per frame that it joins.
+local READ_BATCH = 1024 * 1024
+
 -- Writes made before the handshake completes are queued up to this many
 -- bytes; past it, write waits for the handshake.
 local PENDING_LIMIT = 1024 * 1024
@@ -296,7 +301,7 @@ local function pump_udx(self)
       self.pump_waiters:wait("secretstream reader backpressure")
     end
     if self.err or self.closed then return end
-    local data, used, code = framer:feed_udx(h, nil, self.mode ~= "bytes")
+    local data, used, code = framer:feed_udx(h, READ_BATCH, self.mode ~= "bytes")
     if not self.header_in and data ~= nil then check_header(self) end
     if data == false then
       raw:wait_readable()
