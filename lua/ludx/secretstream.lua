@@ -313,6 +313,10 @@ local function pump_udx(self)
     else
       self.raw_bytes_in = self.raw_bytes_in + used
       push_plain(self, data)
+      -- one loop turn before the next batch: the reader takes this one
+      -- whole (no join of batches), and the udx socket is read and acked
+      -- meanwhile instead of after everything buffered is decrypted
+      ludx.yield()
     end
   end
 end
