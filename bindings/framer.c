@@ -200,10 +200,11 @@ l_framer_feed (lua_State *L) {
 // frames are gathered from the stream's read buffer (consumed as it is
 // read) straight into f->out and decrypted there in place, so the plaintext
 // of every frame of a call ends up contiguous and goes to Lua in one string
-// (one copy in, one out, as a plain stream's read). It stops before a new
-// frame once max bytes of plaintext (default 64 KiB) are collected, so
-// f->out holds at most max plus one frame. A frame split at the end of the
-// input stays in f->out for the next call. Only after the handshake (no
+// (one copy in, one out, as a plain stream's read). A string holds at most
+// max bytes of plaintext (default 64 KiB), or one frame when that frame
+// alone is larger: a frame that would take it past max is left for the next
+// call, so f->out holds at most max or one frame. A frame split at the end
+// of the input stays in f->out for the next call. Only after the handshake (no
 // handshake frame may come), and with nothing held from feed().
 //
 // Layout: the plaintext of this call is out[1, e); a frame being gathered
@@ -219,10 +220,10 @@ l_framer_feed_udx (lua_State *L) {
   int one = lua_toboolean(L, 4);
   if (f->pend_len > 0)
     return luaL_error(L, "framer: feed_udx with bytes held from feed");
-  int got = 0, eof = 0, rc = 0;
+  int got = 0, eof = 0, rc = 0, full = 0;
   size_t used = 0, e = 1;
   uint8_t under = 0;
-  while (st != NULL && !got && rc >= 0 && (f->glen > 0 || e - 1 < max)) {
+  while (st != NULL && !got && !full && rc >= 0 && (f->glen > 0 || e - 1 < max)) {
     const uint8_t *p;
     size_t len;
     int r = udx_stream_read_peek(st, &p, &len);
@@ -234,7 +235,7 @@ l_framer_feed_udx (lua_State *L) {
       break;
     const uint8_t *in = p;
     size_t in_len = len;
-    while (in_len > 0 && !got) {
+    while (in_len > 0 && !got && !full) {
       if (f->glen == 0 && e - 1 >= max)
         break;
       if (!ludx_ss_direct(&f->ss)) {
@@ -258,6 +259,15 @@ l_framer_feed_udx (lua_State *L) {
         rc = ludx_ss_next_length(&f->ss, &in, &in_len, &flen);
         if (rc <= 0)
           break;
+        if (e > 1 && e - 1 + (flen - LUDX_SS_ABYTES) > max) {
+          // it would take the string past max: the next call's (out[0])
+          if ((rc = grow(&f->out, &f->out_cap, flen)) < 0)
+            break;
+          f->glen = flen;
+          f->ghave = 0;
+          full = 1;
+          break;
+        }
         if ((rc = grow(&f->out, &f->out_cap, e - 1 + flen)) < 0)
           break;
         under = f->out[e - 1];

@@ -3,7 +3,7 @@
 -- place. Whatever way the bytes are cut (the id/header frame, keep-alives,
 -- a frame split at the end of what has arrived), every call returns the
 -- plaintext of whole frames, in order and byte-exact, at most `max` bytes
--- plus one frame; a split frame is kept for the next call and counted by
+-- (or one larger frame); a split frame is kept for the next call and counted by
 -- pending(); a frame that does not authenticate fails the framer.
 local ludx = require "ludx"
 local udx = require "ludx.udx"
@@ -81,7 +81,7 @@ describe("secretstream framer over a udx read buffer", function()
     p.close()
   end))
 
-  it("stops before a new frame at max, and one = true gives one message per call", run(function()
+  it("stops before a frame that would pass max, and one = true gives one message per call", run(function()
     local p, header = setup()
     local xs, wire = {}, { header }
     for i = 1, 6 do
@@ -91,12 +91,12 @@ describe("secretstream framer over a udx read buffer", function()
     end
     deliver(p, table.concat(wire))
     local h = p.rb:handle()
-    -- max 2500: frames of 1000 and 2000 bytes (the second crosses max)
-    assert.is_true(p.b:feed_udx(h, 2500) == xs[1] .. xs[2])
+    -- max 3000: frames of 1000 and 2000 bytes; the next (3000) would pass it
+    assert.is_true(p.b:feed_udx(h, 3000) == xs[1] .. xs[2])
     -- one message at a time; the keep-alive is skipped
     assert.is_true(p.b:feed_udx(h, nil, true) == xs[3])
     assert.is_true(p.b:feed_udx(h, nil, true) == xs[4])
-    -- max 1: one frame per call (max plus one frame at most)
+    -- max 1: one frame per call (a frame larger than max comes alone)
     assert.is_true(p.b:feed_udx(h, 1) == xs[5])
     assert.is_true(p.b:feed_udx(h, 1) == xs[6])
     assert.are.equal(false, (p.b:feed_udx(h)))
