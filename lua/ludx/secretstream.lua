@@ -316,10 +316,10 @@ local function pump_udx(self)
     else
       self.raw_bytes_in = self.raw_bytes_in + used
       push_plain(self, data)
-      -- one loop turn before the next batch: the reader takes this one
-      -- whole (no join of batches), and the udx socket is read and acked
-      -- meanwhile instead of after everything buffered is decrypted
-      ludx.yield()
+      -- more is buffered: one loop turn before the next batch, so the
+      -- reader takes this one whole (no join of batches) and the socket is
+      -- read and acked meanwhile, not after all of it is decrypted
+      if h:readable() > 0 then ludx.yield() end
     end
   end
 end
