@@ -24,6 +24,7 @@ typedef struct {
   size_t pend_len, pend_cap;
   uint8_t *out; // plaintext of several frames of one feed
   size_t out_len, out_cap;
+  uint32_t glen, ghave; // feed_udx: the frame being gathered in out (L, bytes so far)
 } framer_t;
 
 static framer_t *
@@ -195,11 +196,21 @@ l_framer_feed (lua_State *L) {
 // (nothing yet) | nil (EOF) | nil, msg, code. With one = true it returns
 // the plaintext of one non-empty frame (message boundaries; empty frames are
 // keep-alives and skipped), leaving the next frames in the stream's buffer.
-// The data phase over a udx stream, without a Lua string
-// for the raw bytes: frames are decrypted straight from the stream's read
-// buffer, which is consumed as it is read. It stops once about max bytes
-// of plaintext (default 64 KiB) are collected. Only for after the handshake
-// (no handshake frame may come), and with nothing held from feed().
+// The data phase over a udx stream, without a Lua string for the raw bytes:
+// frames are gathered from the stream's read buffer (consumed as it is
+// read) straight into f->out and decrypted there in place, so the plaintext
+// of every frame of a call ends up contiguous and goes to Lua in one string
+// (one copy in, one out, as a plain stream's read). A string holds at most
+// max bytes of plaintext (default 64 KiB), or one frame when that frame
+// alone is larger: a frame that would take it past max is left for the next
+// call, so f->out holds at most max or one frame. A frame split at the end
+// of the input stays in f->out for the next call. Only after the handshake (no
+// handshake frame may come), and with nothing held from feed().
+//
+// Layout: the plaintext of this call is out[1, e); a frame being gathered
+// sits at out[e - 1] (its tag byte, never written by the in-place open, over
+// the last plaintext byte, which is kept in `under` meanwhile), so its
+// plaintext lands at out[e]. Between calls a partial frame sits at out[0].
 static int
 l_framer_feed_udx (lua_State *L) {
   framer_t *f = check_framer(L);
@@ -207,17 +218,12 @@ l_framer_feed_udx (lua_State *L) {
   udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
   size_t max = (size_t) ludx_opt_integer(L, 3, "max", 65536, 1, (lua_Integer) 1 << 30);
   int one = lua_toboolean(L, 4);
-  int got = 0;
   if (f->pend_len > 0)
     return luaL_error(L, "framer: feed_udx with bytes held from feed");
-  f->out_len = 0;
-  int eof = 0;
-  size_t used = 0;
-  // the latest frame stays where it was decrypted; it is copied into f->out
-  // only when another one follows, so a single frame needs no copy
-  const uint8_t *last = NULL;
-  size_t last_len = 0;
-  while (st != NULL && !got && f->out_len + last_len < max) {
+  int got = 0, eof = 0, rc = 0, full = 0;
+  size_t used = 0, e = 1;
+  uint8_t under = 0;
+  while (st != NULL && !got && !full && rc >= 0 && (f->glen > 0 || e - 1 < max)) {
     const uint8_t *p;
     size_t len;
     int r = udx_stream_read_peek(st, &p, &len);
@@ -229,53 +235,90 @@ l_framer_feed_udx (lua_State *L) {
       break;
     const uint8_t *in = p;
     size_t in_len = len;
-    for (;;) {
-      const uint8_t *out;
-      size_t out_len;
-      if (last != NULL) {
-        if (out_append(f, last, last_len) < 0)
-          return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-        last = NULL;
-        last_len = 0;
-      }
-      int rc = ludx_ss_read(&f->ss, &in, &in_len, &out, &out_len);
-      if (rc < 0 || rc == LUDX_SS_HANDSHAKE) {
-        f->out_len = 0;
-        return ludx_push_crypto_error(L, rc < 0 ? rc : LUDX_CRYPTO_ESTATE);
-      }
-      if (rc == LUDX_SS_NEED_MORE)
+    while (in_len > 0 && !got && !full) {
+      if (f->glen == 0 && e - 1 >= max)
         break;
-      if (one && out_len == 0)
+      if (!ludx_ss_direct(&f->ss)) {
+        // the id/header frame, or a frame begun by feed(): the decoder's way
+        const uint8_t *out;
+        size_t out_len;
+        rc = ludx_ss_read(&f->ss, &in, &in_len, &out, &out_len);
+        if (rc == LUDX_SS_HANDSHAKE)
+          rc = LUDX_CRYPTO_ESTATE;
+        if (rc <= 0)
+          break;
+        if ((rc = grow(&f->out, &f->out_cap, e + out_len)) < 0)
+          break;
+        memcpy(f->out + e, out, out_len);
+        e += out_len;
+        got = one;
         continue;
-      last = out;
-      last_len = out_len;
-      if (one) {
-        got = 1;
-        break;
       }
+      if (f->glen == 0) {
+        uint32_t flen;
+        rc = ludx_ss_next_length(&f->ss, &in, &in_len, &flen);
+        if (rc <= 0)
+          break;
+        if (e > 1 && e - 1 + (flen - LUDX_SS_ABYTES) > max) {
+          // it would take the string past max: the next call's (out[0])
+          if ((rc = grow(&f->out, &f->out_cap, flen)) < 0)
+            break;
+          f->glen = flen;
+          f->ghave = 0;
+          full = 1;
+          break;
+        }
+        if ((rc = grow(&f->out, &f->out_cap, e - 1 + flen)) < 0)
+          break;
+        under = f->out[e - 1];
+        f->glen = flen;
+        f->ghave = 0;
+      }
+      size_t take = f->glen - f->ghave < in_len ? f->glen - f->ghave : in_len;
+      memcpy(f->out + e - 1 + f->ghave, in, take);
+      f->ghave += take;
+      in += take;
+      in_len -= take;
+      if (f->ghave < f->glen)
+        break;
+      size_t m;
+      rc = ludx_ss_open_in_place(&f->ss, f->out + e - 1, f->glen, &m);
+      f->glen = f->ghave = 0;
+      if (rc < 0)
+        break;
+      f->out[e - 1] = under;
+      e += m;
+      got = one && m > 0;
     }
-    // ludx_ss_read took every byte up to the frame it stopped at (a partial
-    // frame is kept inside it)
+    if (rc < 0)
+      break;
+    // every byte up to where it stopped was taken (a split frame or prefix
+    // is kept in f->out or the decoder)
     udx_stream_read_consume(st, len - in_len);
     used += len - in_len;
   }
-  if (f->out_len == 0 && last != NULL) {
-    lua_pushlstring(L, (const char *) last, last_len);
+  if (rc < 0) {
+    f->glen = f->ghave = 0;
+    return ludx_push_crypto_error(L, rc);
+  }
+  size_t plain = e - 1;
+  if (plain > 0) {
+    if (f->ghave > 0) {
+      uint8_t t = f->out[e - 1];
+      f->out[e - 1] = under;
+      lua_pushlstring(L, (const char *) f->out + 1, plain);
+      f->out[e - 1] = t;
+      memmove(f->out, f->out + e - 1, f->ghave);
+    } else {
+      lua_pushlstring(L, (const char *) f->out + 1, plain);
+    }
     lua_pushinteger(L, (lua_Integer) used);
     return 2;
   }
-  if (last != NULL && out_append(f, last, last_len) < 0)
-    return ludx_push_crypto_error(L, LUDX_CRYPTO_ENOMEM);
-  if (f->out_len > 0) {
-    lua_pushlstring(L, (const char *) f->out, f->out_len);
-    lua_pushinteger(L, (lua_Integer) used);
-    f->out_len = 0;
-    return 2;
-  } else if (eof || st == NULL || closed) {
+  if (eof || st == NULL || closed)
     lua_pushnil(L);
-  } else {
+  else
     lua_pushboolean(L, 0);
-  }
   return 1;
 }
 
@@ -307,7 +350,8 @@ l_framer_encrypt_udx (lua_State *L) {
 static int
 l_framer_pending (lua_State *L) {
   framer_t *f = check_framer(L);
-  lua_pushinteger(L, (lua_Integer) (f->pend_len + f->ss.prefix_have + f->ss.buf_len));
+  size_t gathered = f->glen > 0 ? LUDX_SS_PREFIXBYTES + f->ghave : 0;
+  lua_pushinteger(L, (lua_Integer) (f->pend_len + f->ss.prefix_have + f->ss.buf_len + gathered));
   return 1;
 }
 

@@ -94,15 +94,23 @@ function drained(stream) {
 }
 
 // Sender: the whole timed part is write/drain; all data work happens before.
+// The data is distinct per write (the xorshift32 stream cut into writes, up
+// to 1 GiB of it, then the writes cycle), as the ludx end sends it: one
+// block again and again lets a LuaJIT receiver intern whole-block reads.
+const DISTINCT_MAX = 1024 * 1024 * 1024
+
 async function send(stream, raw, o) {
-  const buf = prngBytes(o.seed, o.chunk)
   const full = Math.floor(o.bytes / o.chunk)
   const tail = o.bytes - full * o.chunk
+  const nblocks = Math.max(1, Math.min(full, Math.ceil(DISTINCT_MAX / o.chunk)))
+  const data = prngBytes(o.seed, nblocks * o.chunk + (full < nblocks ? tail : 0))
+  const block = (i) => data.subarray((i % nblocks) * o.chunk, (i % nblocks + 1) * o.chunk)
+  const last = tail ? (full < nblocks ? data.subarray(nblocks * o.chunk) : block(full).subarray(0, tail)) : null
   let hash = null
   if (o.hash !== 'off') {
     const h = crypto.createHash('blake2b512')
-    for (let i = 0; i < full; i++) h.update(buf)
-    if (tail) h.update(buf.subarray(0, tail))
+    for (let i = 0; i < full; i++) h.update(block(i))
+    if (last) h.update(last)
     hash = h.digest('hex')
   }
   const closed = new Promise((resolve) => raw.once('close', resolve))
@@ -110,10 +118,10 @@ async function send(stream, raw, o) {
   const t0 = now()
   emit({ event: 'start', t: t0 })
   for (let i = 0; i < full; i++) {
-    if (!stream.write(buf)) await drained(stream)
+    if (!stream.write(block(i))) await drained(stream)
     if (stream.destroying) break
   }
-  if (tail && !stream.destroying) stream.write(buf.subarray(0, tail))
+  if (last && !stream.destroying) stream.write(last)
   await stream.flush() // every byte acked
   const t1 = now()
   const c = cpu(cpu0)

@@ -109,6 +109,23 @@ ludx_ss_encrypt_frame (ludx_ss_t *ss, const uint8_t *msg, size_t len, const uint
 int
 ludx_ss_read (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, const uint8_t **out, size_t *out_len);
 
+/* The data phase without the decoder's buffers, for a caller that gathers
+ * frames itself (into the buffer the plaintext is delivered from).
+ * ludx_ss_direct: true in the data phase when ludx_ss_read holds no frame
+ * body (only then may the two calls below be used; ludx_ss_read until then).
+ * ludx_ss_next_length: reads the length prefix from (*in, *in_len), kept
+ * across calls when split; 1 with *len (the L bytes of the body, checked
+ * before any is buffered), 0 once the input is used up, or a negative error
+ * (the stream is failed). ludx_ss_open_in_place: the L-byte body at frame,
+ * authenticated and decrypted in place: the plaintext is at frame + 1,
+ * *plain_len bytes (0: a keep-alive, counted, to be dropped); nothing is
+ * written unless it authenticates; a negative error fails the stream. */
+bool
+ludx_ss_direct (const ludx_ss_t *ss);
+int
+ludx_ss_next_length (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, uint32_t *len);
+int
+ludx_ss_open_in_place (ludx_ss_t *ss, uint8_t *frame, uint32_t len, size_t *plain_len);
 /* 1 once the peer's id/header frame has been accepted. */
 bool
 ludx_ss_ready (const ludx_ss_t *ss);
