@@ -1,0 +1,184 @@
+-- The mid-connect NAT race (hyperdht suite, issue 13): a client that
+-- connects while its DHT bootstraps counts itself firewalled and punches;
+-- its quick firewall check ends mid-punch. Over the simulated network:
+-- a ludx client keeps the view it started with for every round, and a ludx
+-- server given a round-2 payload that says OPEN with no addresses (a Node
+-- client in that race) probes the address the relay saw instead of
+-- aborting.
+local sim = require "ludx.dht.sim"
+local hyperdht = require "ludx.dht.hyperdht"
+local announcer = require "ludx.dht.announcer"
+local holepunch = require "ludx.dht.holepunch"
+local punch = require "ludx.dht.punch"
+local crypto = require "ludx.dht.crypto"
+local consts = require "ludx.dht.constants"
+
+local FIREWALL = consts.FIREWALL
+
+local function ip(i)
+  return "10.0.0." .. (i + 1)
+end
+
+local function network(n, seed)
+  local world = sim.world({ seed = seed or 5 })
+  local boot = hyperdht.bootstrapper({ env = world.env, transport = world:transport(ip(0)), host = ip(0), port = 49737 })
+  assert(boot:start())
+  local bs = { ip(0) .. ":49737" }
+  local nodes = { boot }
+  for i = 1, n do
+    local node = hyperdht.new({ env = world.env, transport = world:transport(ip(i)), host = ip(i), port = 49737, bootstrap = bs, ephemeral = false, firewalled = false })
+    assert(node:start())
+    nodes[#nodes + 1] = node
+  end
+  assert(world:run({ until_fn = function()
+    for _, x in ipairs(nodes) do
+      if not x.bootstrapped then return false end
+    end
+    return true
+  end, max_ms = 60000 }))
+  return world, bs
+end
+
+local function firewalled_node(world, host, bs)
+  world.net:firewall(host)
+  local node = hyperdht.new({ env = world.env, transport = world:transport(host), host = host, bootstrap = bs })
+  local ready = false
+  node:on("ready", function() ready = true end)
+  assert(node:start())
+  assert(world:run({ until_fn = function() return ready end, max_ms = 60000 }))
+  return node
+end
+
+-- A firewalled server announced through relays, answering holepunches.
+local function serve(world, server, name)
+  local kp = crypto.keypair(crypto.hash(name))
+  local target = crypto.hash(kp.public_key)
+  local secret = crypto.hash("secret " .. name)
+  local ann = announcer.new(server, kp, target)
+  local hs = holepunch.prepare(server, secret, FIREWALL.UNKNOWN, function(fw) return punch.puncher(server, server:session(), false, fw) end)
+  server.router:set(target, {
+    record = ann.record,
+    onpeerhandshake = function() return { noise = "reply" } end,
+    onpeerholepunch = function(msg, req, respond)
+      if msg.id ~= 0 then return respond(nil) end
+      holepunch.on_holepunch(server, ann, hs, msg, req, respond)
+    end,
+  })
+  local started = false
+  ann:start(function() started = true end)
+  assert(world:run({ until_fn = function() return started end, max_ms = 60000 }))
+  assert.is_true(#ann.relays >= 1)
+  return { target = target, secret = secret, ann = ann, hs = hs }
+end
+
+-- Runs holepunch.client; rewrite(p) may change each round's plaintext
+-- before it is sealed. Returns the path or the error, and the rounds sent.
+local function punch_client(world, client, s, c, rewrite)
+  local sent = {}
+  local real = punch.payload
+  punch.payload = function(...)
+    local box = real(...)
+    local encrypt = box.encrypt
+    box.encrypt = function(self, p)
+      if rewrite then p = rewrite(p) end
+      sent[#sent + 1] = { firewall = p.firewall, punching = p.punching, addresses = p.addresses, error = p.error }
+      return encrypt(self, p)
+    end
+    return box
+  end
+  local relay = s.ann.relays[1]
+  local path, err
+  local ok, puncher = pcall(holepunch.client, client, {
+    target = s.target,
+    payload = { firewall = FIREWALL.UNKNOWN, holepunch = { id = 0, relays = s.ann.relays } },
+    secret = s.secret,
+    relay_address = relay.relay_address,
+    server_address = relay.peer_address,
+    session = client:session(),
+    fast_open = false,
+    firewalled = c.firewalled,
+  }, function(sock, port, host)
+    if sock then path = { sock = sock, port = port, host = host } else err = port end
+  end)
+  punch.payload = real
+  assert(ok, puncher)
+  assert(world:run({ until_fn = function() return path or err end, max_ms = 60000 }))
+  return path, err, sent, puncher
+end
+
+local function assert_consistent_rounds(sent)
+  assert.is_true(#sent >= 2)
+  for i, p in ipairs(sent) do
+    if p.error == 0 and p.firewall ~= FIREWALL.UNKNOWN then
+      assert.are_not.equal(FIREWALL.OPEN, p.firewall, "round " .. i .. " says OPEN")
+      assert.is_true(p.addresses ~= nil and #p.addresses > 0, "round " .. i .. " has no addresses")
+    end
+  end
+  assert.is_true(sent[#sent].punching)
+end
+
+describe("the mid-connect NAT race", function()
+  it("a client whose firewall check ends during the probe round keeps its view", function()
+    local world, bs = network(12)
+    local server = firewalled_node(world, "192.168.1.2", bs)
+    local client = firewalled_node(world, "172.16.5.9", bs)
+    local s = serve(world, server, "race server 1")
+    -- the quick firewall check "ends" as the first round leaves
+    local real = client.router.peer_holepunch
+    client.router.peer_holepunch = function(...)
+      client.firewalled = false
+      return real(...)
+    end
+    local path, err, sent, puncher = punch_client(world, client, s, {})
+    client.router.peer_holepunch = real
+    assert.is_nil(err)
+    assert_consistent_rounds(sent)
+    assert.are.equal("192.168.1.2", path.host)
+    assert.are.equal(FIREWALL.CONSISTENT, puncher.nat.firewall)
+    puncher:release()
+    s.ann:stop()
+  end)
+
+  it("a client whose check ended after the handshake keeps the handshake's view", function()
+    local world, bs = network(12)
+    local server = firewalled_node(world, "192.168.1.2", bs)
+    local client = firewalled_node(world, "172.16.5.9", bs)
+    local s = serve(world, server, "race server 2")
+    -- the handshake said "not OPEN" (what ludx.dht.connect passes); the
+    -- node stopped counting itself firewalled before the puncher opened
+    client.firewalled = false
+    local path, err, sent, puncher = punch_client(world, client, s, { firewalled = true })
+    assert.is_nil(err)
+    assert_consistent_rounds(sent)
+    assert.are.equal("192.168.1.2", path.host)
+    puncher:release()
+    s.ann:stop()
+  end)
+
+  it("a server punches a client whose round 2 says OPEN with no addresses", function()
+    local world, bs = network(12)
+    local server = firewalled_node(world, "192.168.1.2", bs)
+    local client = firewalled_node(world, "172.16.5.9", bs)
+    local s = serve(world, server, "race server 3")
+    -- a hyperdht client in the race: round 2 carries OPEN, addresses null
+    local path, err, sent, puncher = punch_client(world, client, s, {}, function(p)
+      if not p.punching then return p end
+      local q = {}
+      for k, v in pairs(p) do q[k] = v end
+      q.firewall, q.addresses = FIREWALL.OPEN, nil
+      return q
+    end)
+    assert.is_nil(err)
+    assert.are.equal(FIREWALL.OPEN, sent[#sent].firewall)
+    assert.is_nil(sent[#sent].addresses)
+    assert.are.equal("192.168.1.2", path.host)
+    -- the server probed only the address the relay saw for the client
+    local sp = s.hs.puncher
+    assert.are.equal(1, #sp.remote_addresses)
+    assert.are.equal("172.16.5.9", sp.remote_addresses[1].host)
+    assert.are.equal(puncher.socket.port, sp.remote_addresses[1].port)
+    assert.is_true(sp.socket.seen["172.16.5.9:" .. puncher.socket.port])
+    puncher:release()
+    s.ann:stop()
+  end)
+end)
