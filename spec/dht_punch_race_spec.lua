@@ -182,3 +182,58 @@ describe("the mid-connect NAT race", function()
     s.ann:stop()
   end)
 end)
+
+describe("a Node hyperdht client in the race", function()
+  local ludx = require "ludx"
+  local dht = require "ludx.dht"
+  local node = require "interop.node"
+  local H = require "helper"
+  local json = require "ludx.json"
+  local RUNS = 3
+
+  local function echo(conn)
+    while true do
+      local data = conn:read()
+      if not data then break end
+      if not conn:write(data) then break end
+    end
+    conn:finish(10000)
+    conn:close()
+  end
+
+  it("opens to a firewalled ludx server though its round 2 says OPEN with no addresses", H.run(function()
+    local tn = assert(dht.testnet(5, { timeout = 20000 }))
+    local n = assert(tn:create_node({ firewalled = true, quick_firewall = false }))
+    assert.is_true(n:is_firewalled())
+    local kp = dht.keypair(string.rep("\11", 32))
+    local server = n:server(echo)
+    assert(server:listen(kp, 20000))
+    local hex = kp.public_key:gsub(".", function(c) return string.format("%02x", c:byte()) end)
+    local peer = assert(node.start("race-client.js", { bootstrap = tn.bootstrap[1], publicKey = hex, runs = RUNS }, 60000))
+    local runs, raced = {}, {}
+    local deadline = ludx.now() + RUNS * 45000
+    while true do
+      local line, msg = peer.p:read_json(math.max(0, deadline - ludx.now()))
+      assert(line, "race-client.js: " .. tostring(msg) .. "\n" .. peer:stderr())
+      if line.event == "round" and line.punching and line.firewall == 1 and (line.addresses == nil or line.addresses == json.null) then
+        raced[line.run] = true
+      elseif line.event == "run" then
+        runs[#runs + 1] = line
+      elseif line.event == "error" then
+        error("race-client.js: " .. tostring(line.message))
+      elseif line.event == "done" then
+        break
+      end
+    end
+    assert.are.equal(RUNS, #runs)
+    for _, r in ipairs(runs) do
+      -- the race happened: round 2 carried OPEN and no addresses
+      assert.is_true(raced[r.run], "run " .. r.run .. " did not race")
+      assert.is_true(r.open, "run " .. r.run .. " did not open: " .. tostring(r.error and r.error.code))
+      assert.is_true(r.echo, "run " .. r.run .. " got no echo")
+    end
+    peer:close()
+    server:close()
+    tn:destroy()
+  end, 60000 + RUNS * 45000))
+end)
