@@ -183,6 +183,44 @@ describe("the mid-connect NAT race", function()
   end)
 end)
 
+describe("a hand-made round 2 with OPEN and no addresses at a ludx server", function()
+  -- one sealed punching round straight into on_holepunch; from_relay says
+  -- whether it came through one of the server's own relays
+  local function round2(from_relay)
+    local world, bs = network(12)
+    local server = firewalled_node(world, "192.168.1.2", bs)
+    local s = serve(world, server, "hand-made " .. tostring(from_relay))
+    local ann = { is_relay = function() return from_relay end }
+    local peer = { host = "172.16.5.9", port = 40000 }
+    local msg = { id = 0, peer_address = peer, payload = s.hs.payload:encrypt({ error = 0, firewall = FIREWALL.OPEN, round = 1, punching = true }) }
+    local req = { from = s.ann.relays[1].relay_address, to = { host = "192.168.1.2", port = 1 } }
+    local reply
+    holepunch.on_holepunch(server, ann, s.hs, msg, req, function(r) reply = r or false end)
+    assert(world:run({ until_fn = function() return reply ~= nil end, max_ms = 30000 }))
+    local rp = reply and s.hs.payload:decrypt(reply.payload)
+    local p = s.hs.puncher
+    local out = { rp = rp, addresses = p and p.remote_addresses, punching = p and p.punching }
+    if p then p:destroy() end
+    s.ann:stop()
+    return out, peer
+  end
+
+  it("through one of its relays: it punches the address the relay saw", function()
+    local out, peer = round2(true)
+    assert.are.equal(0, out.rp.error)
+    assert.is_true(out.rp.punching)
+    assert.are.equal(1, #out.addresses)
+    assert.are.equal(peer.host, out.addresses[1].host)
+    assert.are.equal(peer.port, out.addresses[1].port)
+  end)
+
+  it("through a node that is not its relay: it aborts as hyperdht does", function()
+    local out = round2(false)
+    assert.are_not.equal(0, out.rp.error)
+    assert.are.equal(0, #out.addresses)
+  end)
+end)
+
 describe("a Node hyperdht client in the race", function()
   local ludx = require "ludx"
   local dht = require "ludx.dht"

@@ -201,10 +201,11 @@ function M.on_holepunch(h, announcer, hs, msg, req, respond)
   local echoed = is_server_relay and rp.remote_token ~= nil and rp.remote_token == token
   if req.socket == p.socket then p.nat:add(req.to, req.from) end
   local addresses = rp.addresses
-  if rp.firewall == FIREWALL.OPEN and (addresses == nil or #addresses == 0) then
+  if rp.firewall == FIREWALL.OPEN and (addresses == nil or #addresses == 0) and is_server_relay then
     -- a peer OPEN with no addresses (a hyperdht client whose firewall check
-    -- ended mid-connect): the address its holepunch came from, as the relay
-    -- saw it, is the one tied to this handshake; probe that, not nothing
+    -- ended mid-connect): the source of this sealed round as one of our own
+    -- relays saw it is its puncher socket; probe that one address (same
+    -- probe bounds) instead of aborting
     addresses = { peer_address }
   end
   if rp.round >= hs.round then
