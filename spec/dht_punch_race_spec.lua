@@ -275,3 +275,42 @@ describe("a Node hyperdht client in the race", function()
     tn:destroy()
   end, 60000 + RUNS * 45000))
 end)
+
+describe("a ludx client that connects while it bootstraps", function()
+  local dht = require "ludx.dht"
+  local H = require "helper"
+  local RUNS = 3
+
+  -- dht.new starts firewalled and its quick firewall check (loopback
+  -- answers) ends while the connect runs: before the fix the server
+  -- aborted on the OPEN, address-less round and the stream never got an
+  -- answer (PEER_CONNECTION_FAILED in 10 of 10 runs)
+  it("reaches a firewalled ludx server", H.run(function()
+    local tn = assert(dht.testnet(5, { timeout = 20000 }))
+    local sn = assert(tn:create_node({ firewalled = true, quick_firewall = false }))
+    local kp = dht.keypair(string.rep("\12", 32))
+    local server = sn:server(function(c)
+      local d = c:read(nil, 10000)
+      if d then c:write(d) end
+      c:finish(10000)
+      c:close()
+    end)
+    assert(server:listen(kp, 20000))
+    local flipped = 0
+    for i = 1, RUNS do
+      local n = assert(dht.new({ bootstrap = tn.bootstrap, host = "127.0.0.1", port = 0, firewalled = true }))
+      assert.is_true(n:is_firewalled())
+      local conn, msg, code = n:connect(kp.public_key, { timeout = 30000 })
+      assert(conn, "run " .. i .. ": " .. tostring(msg) .. " " .. tostring(code))
+      if not n:is_firewalled() then flipped = flipped + 1 end
+      assert(conn:write("race " .. i))
+      assert.are.equal("race " .. i, conn:read(nil, 10000))
+      conn:close()
+      n:destroy()
+    end
+    io.stderr:write(string.format("  [race] %d of %d clients stopped counting themselves firewalled during the connect\n", flipped, RUNS))
+    server:close()
+    sn:destroy()
+    tn:destroy()
+  end, 60000 + RUNS * 45000))
+end)
