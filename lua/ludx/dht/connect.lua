@@ -176,6 +176,8 @@ function M.connect(node, public_key, opts, timeout)
         server_address = res.server_address,
         session = h:session(),
         fast_open = opts.fast_open,
+        -- the view the handshake gave stays for the whole connect
+        firewalled = res.client_firewall ~= FIREWALL.OPEN,
       }, cb)
     end)
     if not sock then

@@ -33,11 +33,14 @@ end
 --- Client side. c = {target, payload (the server's noise payload, with
 -- holepunch), secret (holepunch secret), relay_address (the node the
 -- handshake went through), server_address (the REPLY's peer address),
--- session, fast_open}. cb(socket, port, host) on a path; cb(nil, err).
+-- session, fast_open, firewalled}. cb(socket, port, host) on a path;
+-- cb(nil, err). firewalled: what the handshake told the server (not OPEN:
+-- true); our NAT view keeps it for the whole connect (default: the node's
+-- state when the puncher opens).
 -- The returned puncher owns the socket: call puncher:release() once a
 -- stream is connected on it.
 function M.client(h, c, cb)
-  local puncher, perr = punch.puncher(h, c.session, true, c.payload.firewall)
+  local puncher, perr = punch.puncher(h, c.session, true, c.payload.firewall, c.firewalled)
   if not puncher then return cb(nil, perr or errors.HOLEPUNCH_ABORTED()) end
   local payload = punch.payload(c.secret, h.env)
   local round = 0
@@ -197,9 +200,17 @@ function M.on_holepunch(h, announcer, hs, msg, req, respond)
   local token = hs.payload:token(peer_address)
   local echoed = is_server_relay and rp.remote_token ~= nil and rp.remote_token == token
   if req.socket == p.socket then p.nat:add(req.to, req.from) end
+  local addresses = rp.addresses
+  if rp.firewall == FIREWALL.OPEN and (addresses == nil or #addresses == 0) and is_server_relay then
+    -- a peer OPEN with no addresses (a hyperdht client whose firewall check
+    -- ended mid-connect): the source of this sealed round as one of our own
+    -- relays saw it is its puncher socket; probe that one address (same
+    -- probe bounds) instead of aborting
+    addresses = { peer_address }
+  end
   if rp.round >= hs.round then
     hs.round = rp.round
-    p:update_remote({ punching = rp.punching, firewall = rp.firewall, addresses = rp.addresses, verified = echoed and peer_address.host or nil })
+    p:update_remote({ punching = rp.punching, firewall = rp.firewall, addresses = addresses, verified = echoed and peer_address.host or nil })
   end
   p:analyze(function(stable)
     if p.destroyed then return respond(nil) end

@@ -66,7 +66,12 @@ local function add_sample(samples, host, port)
   samples[#samples + 1] = { host = host, port = port, hits = 1 }
 end
 
-function M.nat(dht, session, socket)
+-- firewalled: whether this socket's owner counts itself firewalled, fixed
+-- for the NAT's life (default: the node's state now). A node's quick
+-- firewall check may end mid-holepunch; following it would turn a round's
+-- view into OPEN with no addresses, which the peer cannot punch.
+function M.nat(dht, session, socket, firewalled)
+  if firewalled == nil then firewalled = dht.firewalled and true or false end
   return setmetatable({
     dht = dht,
     session = session,
@@ -76,7 +81,8 @@ function M.nat(dht, session, socket)
     visited = {},
     min_samples = 4,
     sampled = 0,
-    firewall = dht.firewalled and FIREWALL.UNKNOWN or FIREWALL.OPEN,
+    firewalled = firewalled,
+    firewall = firewalled and FIREWALL.UNKNOWN or FIREWALL.OPEN,
     addresses = nil,
     frozen = false,
     done = false,
@@ -147,7 +153,7 @@ function Nat:freeze()
 end
 
 function Nat:_update_firewall()
-  if not self.dht.firewalled then
+  if not self.firewalled then
     self.firewall = FIREWALL.OPEN
     return
   end
@@ -181,7 +187,7 @@ function Nat:_update_addresses()
 end
 
 function Nat:update()
-  if self.dht.firewalled and self.firewall == FIREWALL.OPEN then self.firewall = FIREWALL.UNKNOWN end
+  if self.firewalled and self.firewall == FIREWALL.OPEN then self.firewall = FIREWALL.UNKNOWN end
   self:_update_firewall()
   self:_update_addresses()
 end
@@ -194,7 +200,7 @@ function Nat:add(addr, from)
   add_sample(self.samples_host, addr.host, 0)
   add_sample(self.samples_full, addr.host, addr.port)
   self.sampled = self.sampled + 1
-  if (self.sampled >= 3 or not self.dht.firewalled) and not self.frozen then self:update() end
+  if (self.sampled >= 3 or not self.firewalled) and not self.frozen then self:update() end
   if self.firewall == FIREWALL.CONSISTENT or self.firewall == FIREWALL.OPEN or self.sampled >= self.min_samples then
     self:_resolve()
   end
@@ -210,8 +216,9 @@ local function coerce(fw)
   return fw == FIREWALL.OPEN and FIREWALL.CONSISTENT or fw
 end
 
---- dht: the hyperdht node (its acquire_socket gives puncher sockets).
-function M.puncher(dht, session, initiator, remote_firewall)
+--- dht: the hyperdht node (its acquire_socket gives puncher sockets);
+-- firewalled: see M.nat (the view is fixed for the puncher's life).
+function M.puncher(dht, session, initiator, remote_firewall, firewalled)
   local self = setmetatable({
     dht = dht,
     env = dht.env,
@@ -231,7 +238,7 @@ function M.puncher(dht, session, initiator, remote_firewall)
   local sock, err = dht:acquire_socket(function(_, host, port) self:_on_probe(host, port) end)
   if not sock then return nil, err end
   self.socket = sock
-  self.nat = M.nat(dht, session, sock)
+  self.nat = M.nat(dht, session, sock, firewalled)
   self.nat:auto_sample()
   return self
 end
