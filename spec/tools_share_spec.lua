@@ -62,7 +62,17 @@ describe("ludx.share", function()
       write(d .. "/x/one.bin", bytes(40000, 1))
       write(d .. "/two.txt", "two")
       write(d .. "/empty", "")
-      local m = assert(manifest.build(d, { chunk_size = 16384 }))
+      local totals, hashed = {}, 0
+      local m = assert(manifest.build(d, {
+        chunk_size = 16384,
+        on_total = function(n) totals[#totals + 1] = { n, hashed } end,
+        on_bytes = function(n) hashed = hashed + n end,
+      }))
+      -- the total is told once, before any byte is hashed, from the same walk
+      assert.are.same({ { 40003, 0 } }, totals)
+      assert.are.equal(40003, hashed)
+      assert.has_error(function() manifest.build(d, { on_total = 5 }) end,
+        "bad argument 'opts.on_total' to 'build' (function expected, got number)")
       assert.are.equal("dir", m.kind)
       assert.are.equal(3, #m.files)
       assert.are.same({ "empty", "two.txt", "x/one.bin" }, { m.files[1].path, m.files[2].path, m.files[3].path })

@@ -40,7 +40,7 @@ function M.serve(node, what, opts) end
 ---@return string? code
 function M.fetch(node, key, dest, opts) end
 
---- Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks, nchunks}}, encoded, id, skipped}. Only regular files: path itself is followed when it is a link (the user's choice) and opened once (manifest.root); nothing below it is, not even a folder swapped for a link while it is walked, hashed or served. Links and files whose paths a fetcher would refuse are left out and listed in skipped ({path, why}). opts: chunk_size (16 KiB..16 MiB), on_bytes(n), max_entries (entries walked, 524288).
+--- Builds a manifest: {version, name, kind, chunk_size, total, files = {{path, size, hash, chunks, nchunks}}, encoded, id, skipped}. Only regular files: path itself is followed when it is a link (the user's choice) and opened once (manifest.root); nothing below it is, not even a folder swapped for a link while it is walked, hashed or served. Links and files whose paths a fetcher would refuse are left out and listed in skipped ({path, why}). opts: chunk_size (16 KiB..16 MiB), on_total(bytes) once the files to hash are known, on_bytes(n) while hashing, max_entries (entries walked, 524288).
 ---@param path string
 ---@param opts? table
 ---@return table? manifest

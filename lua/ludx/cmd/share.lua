@@ -60,11 +60,13 @@ local function main(opts, path)
 
   -- hashing first: a share is announced only once it can answer
   local p = (not opts.quiet) and progress.new({ label = "hashing", out = io.stderr }) or nil
-  local fs = require "ludx.fs"
-  local total = 0
-  for _, f in ipairs(fs.walk(path) or {}) do total = total + f.size end
-  if p then p:start(total, 0) end
-  local m, err = share.manifest(path, { chunk_size = opts.chunk_size, on_bytes = p and function(n) p:update(n) end })
+  -- the total comes from the manifest's own walk (from the root's folder
+  -- handle): a second walk by path could be led outside the folder
+  local m, err = share.manifest(path, {
+    chunk_size = opts.chunk_size,
+    on_total = p and function(total) p:start(total, 0) end,
+    on_bytes = p and function(n) p:update(n) end,
+  })
   if not m then return nil, err end
   if p then p:finish() end
   for _, sk in ipairs(m.skipped) do log("left out %s: %s", sk.path, sk.why) end

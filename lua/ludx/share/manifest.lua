@@ -140,8 +140,8 @@ local function close_root(m)
 end
 
 --- Builds the manifest of a file or a directory (every regular file under
--- it, sorted). opts: chunk_size, on_bytes(n) while hashing, name,
--- max_entries (entries walked in all, M.MAX_ENTRIES). Files whose paths a
+-- it, sorted). opts: chunk_size, on_total(bytes) once the files to hash
+-- are known, on_bytes(n) while hashing, name, max_entries (entries walked in all, M.MAX_ENTRIES). Files whose paths a
 -- fetcher would refuse are left out and listed in m.skipped ({path, why}).
 --
 -- The root is the user's choice and is followed when it is a link (a file
@@ -158,6 +158,11 @@ function M.build(root, opts)
   local max_entries = opts.max_entries or M.MAX_ENTRIES
   if type(max_entries) ~= "number" or max_entries < 1 or max_entries % 1 ~= 0 then
     error("bad argument 'opts.max_entries' to 'build' (positive integer expected)", 2)
+  end
+  for _, f in ipairs({ "on_total", "on_bytes" }) do
+    if opts[f] ~= nil and type(opts[f]) ~= "function" then
+      error("bad argument 'opts." .. f .. "' to 'build' (function expected, got " .. type(opts[f]) .. ")", 2)
+    end
   end
   local st, msg, code = fs.stat(root)
   if not st then return nil, root .. ": " .. tostring(msg), code end
@@ -216,6 +221,11 @@ function M.build(root, opts)
   if m.kind == "file" and #keep == 0 then
     close_root(m)
     return nil, root .. ": " .. tostring(m.skipped[1] and m.skipped[1].why), "EINVAL"
+  end
+  if opts.on_total then
+    local total = 0
+    for _, e in ipairs(keep) do total = total + (e.size or 0) end
+    opts.on_total(total)
   end
   for _, e in ipairs(keep) do
     local r
