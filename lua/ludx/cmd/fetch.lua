@@ -23,6 +23,10 @@ options:
   --force              replace files in DEST that differ from the share
   --max-manifest BYTES refuse a larger manifest (default 32M)
   --max-files N        refuse a manifest of more files (default 262144)
+  --key FILE           connect as this key file's key pair (ludx keygen -o FILE);
+                       default a new random key each run. A stable key lets
+                       the server know this peer again (and start a second
+                       transfer from the path capacity it measured)
   --port N             UDP port of the DHT node (default: any)
   --quiet              no progress, only errors
   --stats              print the connection's stats at the end
@@ -34,7 +38,13 @@ Progress goes to stdout: a bar on a terminal, plain lines otherwise.
 local function main(opts, key, dest)
   local share = require "ludx.share"
   local progress = require "ludx.progress"
-  local node, err = common.node(opts)
+  local kp, err
+  if opts.key then
+    kp, err = common.keypair(opts.key)
+    if not kp then return nil, err end
+  end
+  local node
+  node, err = common.node(opts, kp)
   if not node then return nil, err end
   local p = (not opts.quiet) and progress.new({ label = "fetch" }) or nil
   local say = opts.quiet and function() end or function(...) io.stdout:write(string.format(...), "\n") end
@@ -68,7 +78,7 @@ end
 function M.main(args)
   local opts, pos = common.parse(args, {
     help = "flag", bootstrap = "value", order = "value", window = "value", timeout = "value", port = "value", quiet = "flag", stats = "flag",
-    force = "flag", ["max-manifest"] = "value", ["max-files"] = "value",
+    force = "flag", ["max-manifest"] = "value", ["max-files"] = "value", key = "value",
   }, { h = "help" })
   if not opts then return common.fail("fetch", pos, usage) end
   if opts.help then
