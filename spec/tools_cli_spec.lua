@@ -119,6 +119,7 @@ describe("ludx peer commands", function()
     assert.matches("fetch +%d+%% ", out)
     assert.matches("verified 2 files", out)
     assert.matches("peer " .. client:sub(1, 12) .. " connected", sp:stderr(), 1, true)
+    local _
     _, err, status = H.ludx({ "fetch", "--bootstrap", bs, "--key", d .. "/no-such-key", key, d .. "/dst2" }, { timeout = 60000 })
     assert.are.equal(1, status)
     assert.matches("no%-such%-key", err)
