@@ -165,7 +165,7 @@ cmp_u64 (const void *a, const void *b) {
 }
 
 static shallow_t
-run_shallow_ex (int n, uint64_t seed, uint64_t ack_batch_us, double loss, uint64_t queue_bytes, uint64_t rate2) {
+run_shallow_ex (int n, uint64_t seed, uint64_t ack_batch_us, double loss, uint64_t queue_bytes, uint64_t rate2, double bw_noise) {
   sim_t sim;
   sim_init(&sim, seed);
   sim.link[0].rate = 12500000;
@@ -197,7 +197,16 @@ run_shallow_ex (int n, uint64_t seed, uint64_t ack_batch_us, double loss, uint64
   wire0 = sim.link[0].delivered;
   enum { STEPS = 1000 };
   static uint64_t qdelay[STEPS];
+  double link_pkts = 0; // packets/us: the link's rate in the path's terms
   for (int k = 0; k < STEPS; k++) {
+    if (bw_noise > 0) {
+      // a rate sample over the link's, as ACK batches and host jitter
+      // give now and then, kept by the path's max filter (10 rounds)
+      if (link_pkts == 0)
+        link_pkts = (double) sim.link[0].rate / 1e6 / (double) (udx__max_payload(m.a[0]) + UDX_HEADER_SIZE + 28);
+      if (udx__winfilter_get(&sim.path[0].bw) < link_pkts * bw_noise)
+        udx__winfilter_max(&sim.path[0].bw, 10, sim.path[0].rounds, link_pkts * bw_noise);
+    }
     sim_advance(&sim, 5 * UDX_US_PER_MS);
     qdelay[k] = sim.link[0].busy_until > sim.now ? sim.link[0].busy_until - sim.now : 0;
   }
@@ -239,15 +248,15 @@ run_shallow_ex (int n, uint64_t seed, uint64_t ack_batch_us, double loss, uint64
 
 static shallow_t
 run_shallow (int n, uint64_t seed, uint64_t ack_batch_us, double loss) {
-  return run_shallow_ex(n, seed, ack_batch_us, loss, 125000, 0);
+  return run_shallow_ex(n, seed, ack_batch_us, loss, 125000, 0, 0);
 }
 
 // Before the model (the window growing one packet per round trip after
 // its decreases in Startup) the streams took 86% of the link; with ACKs
 // in 1 ms bursts, 73% at Jain 0.58 (turns of 4 packets granted on one
 // free packet). Now 100% in all three, Jain 1.000, 0.994 and 0.956 (ACKs
-// in 4 ms bursts), median RTT 1.12-1.20x idle (1.15-1.20x while
-// the window could stay above the model).
+// in 4 ms bursts), median RTT 1.11-1.18x idle (1.15-1.20x while the
+// window could stay above the model and keep a queue no round drained).
 static void
 test_shallow_bottleneck (void) {
   uint64_t batches[] = {0, 1000, 4000};
@@ -282,10 +291,24 @@ test_shallow_bottleneck_loss (void) {
 // the queue and lose): a standing queue, median RTT 1.46x idle (now 1.15x).
 static void
 test_shallow_bottleneck_slower (void) {
-  shallow_t r = run_shallow_ex(N_STREAMS, 3, 1000, 0, 250000, 10000000);
+  shallow_t r = run_shallow_ex(N_STREAMS, 3, 1000, 0, 250000, 10000000, 0);
   CHECK(r.util >= 0.90);
   CHECK(r.jain >= 0.95);
   CHECK(r.rtt_ratio <= 1.25);
+}
+
+// The path's rate estimate 9% over the link's all along (16 streams over
+// loopback through ludx-pathemu saw rounds up to 11% over, which the max
+// kept): the window 9/8 over it kept a queue no round drained, median RTT
+// 1.23x idle (over 50 ms through the pathemu). The round's smallest RTT
+// shows that queue, and the window comes down until it is a sixteenth of
+// the BDP: 1.11x.
+static void
+test_shallow_bottleneck_noisy_rate (void) {
+  shallow_t r = run_shallow_ex(N_STREAMS, 3, 1000, 0, 125000, 0, 1.09);
+  CHECK(r.util >= 0.90);
+  CHECK(r.jain >= 0.95);
+  CHECK(r.rtt_ratio <= 1.18);
 }
 
 static uint64_t whole_marks[65]; // when each MiB in all had been read
@@ -327,9 +350,10 @@ whole_done (sim_t *sim, void *ctx) {
 // last ones did not take the room the first left (their estimates grow 25%
 // per ProbeBW cycle): 95.3% of the link. Paced at up to twice their own
 // rate while the path window has room (bbr.c), they end within 120 ms:
-// 97.0%; with the window following the model down, 97.3%. The rest is
-// Startup (the first MiB comes at about 220 ms). The median of the streams'
-// smoothed RTTs, sampled as ludx-bench-many does: 44.8 ms (46.0 before).
+// 97.0% (97.3% with the window following the model down, 97.0% with the
+// standing-queue rule too). The rest is Startup (the first MiB comes at
+// about 220 ms). The median of the streams' smoothed RTTs, sampled as
+// ludx-bench-many does: 44.1 ms (46.0 before both, 44.8 between).
 static void
 test_shallow_whole (void) {
   sim_t sim;
@@ -396,6 +420,7 @@ static const test_case_t cases[] = {
     {"shallow_bottleneck_one", test_shallow_bottleneck_one},
     {"shallow_bottleneck_loss", test_shallow_bottleneck_loss},
     {"shallow_bottleneck_slower", test_shallow_bottleneck_slower},
+    {"shallow_bottleneck_noisy_rate", test_shallow_bottleneck_noisy_rate},
     {"shallow_whole", test_shallow_whole},
     {NULL, NULL},
 };
