@@ -254,7 +254,7 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   if (ack_advanced)
     udx__release_acked_bytes(s);
   if (delivered > 0 && s->path)
-    udx__path_on_ack(s, delivered);
+    udx__path_on_ack(s, delivered, rs.rtt_us);
 
   if (delivered > 0) {
     if (s->snd_una == s->snd_nxt) {

@@ -43,7 +43,8 @@ struct udx_path_s {
   uint64_t round_start; // us; 0: no round yet
   uint64_t rounds;
   uint32_t round_delivered;
-  uint32_t target; // packets: bw * min_rtt * gain, 0 while unknown
+  uint32_t round_min_rtt; // us: the smallest RTT sample of the round
+  uint32_t target;        // packets: bw * min_rtt * gain, 0 while unknown
 
   // Host fields: the io layer keys paths by socket and address. release is
   // called when the last member leaves (NULL: the host owns the memory).
@@ -74,9 +75,10 @@ udx__path_check (udx_stream_t *s);
 void
 udx__path_on_send (udx_stream_t *s);
 
-// delivered packets were acked (cumulatively or selectively).
+// delivered packets were acked (cumulatively or selectively); rtt_us: the
+// ACK's RTT sample (-1: none).
 void
-udx__path_on_ack (udx_stream_t *s, uint32_t delivered);
+udx__path_on_ack (udx_stream_t *s, uint32_t delivered, int64_t rtt_us);
 
 // A loss was detected (RACK, RTO); not for lost MTU probes.
 void
