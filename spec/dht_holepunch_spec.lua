@@ -1,8 +1,7 @@
 -- Holepunching between two nodes behind stateful firewalls, over the
 -- simulated network: probe round, punch round with echoed tokens,
 -- simultaneous probes, the client's first echo fixes the path.
-local sim = require "ludx.dht.sim"
-local hyperdht = require "ludx.dht.hyperdht"
+local P = require "sim_punch_util"
 local announcer = require "ludx.dht.announcer"
 local holepunch = require "ludx.dht.holepunch"
 local punch = require "ludx.dht.punch"
@@ -11,39 +10,11 @@ local consts = require "ludx.dht.constants"
 
 local FIREWALL = consts.FIREWALL
 
-local function ip(i)
-  return "10.0.0." .. (i + 1)
+local SEED = 3 -- this file's seeded world
+local function network(n)
+  return P.network(n, SEED)
 end
-
-local function network(n, seed)
-  local world = sim.world({ seed = seed or 3 })
-  local boot = hyperdht.bootstrapper({ env = world.env, transport = world:transport(ip(0)), host = ip(0), port = 49737 })
-  assert(boot:start())
-  local bs = { ip(0) .. ":49737" }
-  local nodes = { boot }
-  for i = 1, n do
-    local node = hyperdht.new({ env = world.env, transport = world:transport(ip(i)), host = ip(i), port = 49737, bootstrap = bs, ephemeral = false, firewalled = false })
-    assert(node:start())
-    nodes[#nodes + 1] = node
-  end
-  assert(world:run({ until_fn = function()
-    for _, x in ipairs(nodes) do
-      if not x.bootstrapped then return false end
-    end
-    return true
-  end, max_ms = 60000 }))
-  return world, nodes, bs
-end
-
-local function firewalled_node(world, host, bs)
-  world.net:firewall(host)
-  local node = hyperdht.new({ env = world.env, transport = world:transport(host), host = host, bootstrap = bs })
-  local ready = false
-  node:on("ready", function() ready = true end)
-  assert(node:start())
-  assert(world:run({ until_fn = function() return ready end, max_ms = 60000 }))
-  return node
-end
+local firewalled_node = P.firewalled_node
 
 describe("holepunching (simulated firewalls)", function()
   it("classifies a puncher socket behind a consistent firewall", function()

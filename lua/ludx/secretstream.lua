@@ -560,6 +560,29 @@ local function take_one(self)
   return c
 end
 
+-- The one reader's wait: until has(self), then take(self, arg); nil at EOF;
+-- nil, msg, code once dead or past the deadline. fname names the caller.
+local function read_loop(self, fname, deadline, has, take_fn, arg)
+  self.reading = true
+  local r
+  while true do
+    local d, msg, code = dead(self)
+    if d == nil then
+      r = pack(nil, msg, code)
+    elseif has(self) then
+      r = pack(take_fn(self, arg))
+    elseif self.eof then
+      r = pack(nil)
+    else
+      local ok, m, c = self.readers:wait("secretstream " .. fname, left(deadline), fname)
+      if ok == nil and c then r = pack(nil, m, c) end
+    end
+    if r then break end
+  end
+  self.reading = false
+  return unpack(r, 1, r.n)
+end
+
 --- All decrypted bytes available, up to max; nil at EOF; nil, msg, code.
 function Stream:read(max, timeout)
   if max ~= nil and (type(max) ~= "number" or max < 1 or max % 1 ~= 0) then
@@ -568,25 +591,7 @@ function Stream:read(max, timeout)
   ludx.check_timeout(timeout, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end
   if not self.mode then self.mode = "bytes" end
-  local deadline = deadline_of(timeout)
-  self.reading = true
-  local r
-  while true do
-    local d, msg, code = dead(self)
-    if d == nil then
-      r = pack(nil, msg, code)
-    elseif self.rbytes > 0 then
-      r = pack(take(self, max))
-    elseif self.eof then
-      r = pack(nil)
-    else
-      local ok, m, c = self.readers:wait("secretstream read", left(deadline), "read")
-      if ok == nil and c then r = pack(nil, m, c) end
-    end
-    if r then break end
-  end
-  self.reading = false
-  return unpack(r, 1, r.n)
+  return read_loop(self, "read", deadline_of(timeout), function(s) return s.rbytes > 0 end, take, max)
 end
 
 --- The next message: the plaintext of one frame as the peer wrote it (one
@@ -599,25 +604,7 @@ function Stream:recv_message(timeout)
   end
   if self.reading then return nil, "busy reading", "EBUSY" end
   self.mode = "messages"
-  local deadline = deadline_of(timeout)
-  self.reading = true
-  local r
-  while true do
-    local d, msg, code = dead(self)
-    if d == nil then
-      r = pack(nil, msg, code)
-    elseif self.rtail >= self.rhead then
-      r = pack(take_one(self))
-    elseif self.eof then
-      r = pack(nil)
-    else
-      local ok, m, c = self.readers:wait("secretstream recv_message", left(deadline), "recv_message")
-      if ok == nil and c then r = pack(nil, m, c) end
-    end
-    if r then break end
-  end
-  self.reading = false
-  return unpack(r, 1, r.n)
+  return read_loop(self, "recv_message", deadline_of(timeout), function(s) return s.rtail >= s.rhead end, take_one)
 end
 
 --- One write is one frame (at most MAX_WRITE bytes). Before the handshake
