@@ -23,6 +23,21 @@ local function persistent(node)
   error("node never became persistent")
 end
 
+-- A bootstrapper holding a 1,000-byte immutable value; returns the node,
+-- its port, the value and get(tid), an IMMUTABLE_GET request for it.
+local function value_node()
+  local node = assert(dht.bootstrapper(0, "127.0.0.1"))
+  assert(node:ready(10000))
+  local value = string.rep("v", 1000)
+  local target = crypto.hash(value)
+  persistent(node).immutables:set(target, value)
+  local _, port = node:address()
+  local function get(tid)
+    return msgs.encode_request({ tid = tid, to = { host = "127.0.0.1", port = port }, command = 9, target = target })
+  end
+  return node, port, value, get
+end
+
 local function gen_bytes(g)
   local n = 0
   for _, v in pairs(g.map) do n = n + #v end
@@ -150,17 +165,8 @@ describe("security review", function()
   -- with no eviction: 64 spoofed GETs a second from silent hosts held
   -- every slot, and a new client never got a probe, so never a value.
   it("64 silent hosts holding the probe slots do not keep a new client from being probed", run(function()
-    local node = assert(dht.bootstrapper(0, "127.0.0.1"))
-    assert(node:ready(10000))
-    local p = persistent(node)
-    local value = string.rep("v", 1000)
-    local target = crypto.hash(value)
-    p.immutables:set(target, value)
-    local _, port = node:address()
+    local node, port, value, get = value_node()
     local io_ = node.h.io
-    local function get(tid)
-      return msgs.encode_request({ tid = tid, to = { host = "127.0.0.1", port = port }, command = 9, target = target })
-    end
     local silent = {}
     for i = 1, io_.max_probes do
       silent[i] = assert(udx.bind("127.0.1." .. i, 0))
@@ -209,17 +215,8 @@ describe("security review", function()
   -- tid: an off-path sender could answer with every tid in the victim's
   -- name, get the victim verified and then reflect full replies at it.
   it("a probe answered with many wrong tids in a host's name verifies nothing", run(function()
-    local node = assert(dht.bootstrapper(0, "127.0.0.1"))
-    assert(node:ready(10000))
-    local p = persistent(node)
-    local value = string.rep("v", 1000)
-    local target = crypto.hash(value)
-    p.immutables:set(target, value)
-    local _, port = node:address()
+    local node, port, _, get = value_node()
     local io_ = node.h.io
-    local function get(tid)
-      return msgs.encode_request({ tid = tid, to = { host = "127.0.0.1", port = port }, command = 9, target = target })
-    end
     -- the victim's address (it never answers) and the spoofer, another
     -- port of the same host (off-path: it sees nothing the node sends)
     local victim = assert(udx.bind("127.0.3.1", 0))
