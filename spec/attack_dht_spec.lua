@@ -20,7 +20,8 @@ local function say(fmt, ...)
   io.stderr:write("  [attack dht] ", string.format(fmt, ...), "\n")
 end
 
-local req = require("hardening_util").dht_request
+local U = require "hardening_util"
+local req = U.dht_request
 
 -- Reads what sock gets until it is quiet for quiet_ms; returns bytes,
 -- datagrams and the list of decoded responses.
@@ -78,28 +79,11 @@ describe("DHT node under attack", function()
       local p = persistent(node)
       assert(p.immutables:get(put.hash), "value stored")
       local _, port = node:address()
-      local cases = {
-        { "IMMUTABLE_GET", { command = C.IMMUTABLE_GET, target = put.hash } },
-        { "MUTABLE_GET", { command = C.MUTABLE_GET, target = dht.hash(kp.public_key), value = compact.encode(compact.uint, 0) } },
-        { "LOOKUP", { command = C.LOOKUP, target = topic } },
-        { "FIND_NODE", { internal = true, command = msgs.FIND_NODE, target = crypto.random(32) } },
-        { "PING", { internal = true, command = msgs.PING } },
-      }
-      for i, c in ipairs(cases) do
+      for i, c in ipairs(U.amplification_cases(put.hash, kp.public_key, topic)) do
         -- each "victim" is its own host that never answers
-        local sock = assert(udx.bind("127.0.0." .. (10 + i), 0))
-        local sent = 0
-        for n = 1, 25 do
-          c[2].tid = n
-          local buf = req(port, c[2])
-          sent = sent + #buf
-          assert(sock:send(buf, port, "127.0.0.1"))
-          if n % 5 == 0 then ludx.sleep(20) end
-        end
-        local got = drain(sock, 300)
+        local sent, got = U.amplification(port, c[2], "127.0.0." .. (10 + i), 25, 5, 20)
         say("%-13s 25 requests, %d bytes sent, %d bytes back: %.1fx", c[1], sent, got, got / sent)
         assert.is_true(got <= 3 * sent, c[1] .. " amplified " .. got .. "/" .. sent)
-        sock:close()
       end
       -- a client on its own host that answers (a real node) still reads
       -- both values from this network: its retry follows our probe
@@ -123,7 +107,7 @@ describe("DHT node under attack", function()
     local _, port = node:address()
     collectgarbage("collect")
     local heap0 = collectgarbage("count") * 1024
-    local rss0 = require("hardening_util").rss()
+    local rss0 = U.rss()
     local acks, sent = 0, 0
     for h = 1, 40 do
       local sock = assert(udx.bind("127.0.0." .. (100 + h), 0))
@@ -141,7 +125,7 @@ describe("DHT node under attack", function()
     local stored = gen_bytes(p.immutables.latest) + gen_bytes(p.immutables.oldest)
     collectgarbage("collect")
     local heap = collectgarbage("count") * 1024 - heap0
-    local rss = (require("hardening_util").rss() or 0) - (rss0 or 0)
+    local rss = (U.rss() or 0) - (rss0 or 0)
     say("%d x 15 KB puts from 40 hosts (%d acked): %d KB stored (budget %d KB), Lua heap +%d KB, RSS +%d KB", sent, acks,
       math.floor(stored / 1024), math.floor(budget / 1024), math.floor(heap / 1024), math.floor(rss / 1024))
     assert.is_true(acks >= 100, "the node stored nothing at all")

@@ -145,4 +145,42 @@ function U.dht_request(port, m)
   return require("ludx.dht.messages").encode_request(m)
 end
 
+--- The requests of the amplification measure, one per command whose reply
+-- can outgrow it: {name, request fields}. hash: a stored immutable value's;
+-- public_key: a stored mutable value's signer; topic: an announced topic.
+function U.amplification_cases(hash, public_key, topic)
+  local msgs = require "ludx.dht.messages"
+  local compact = require "ludx.compact"
+  return {
+    { "IMMUTABLE_GET", { command = 9, target = hash } },
+    { "MUTABLE_GET", { command = 7, target = require("ludx.dht").hash(public_key), value = compact.encode(compact.uint, 0) } },
+    { "LOOKUP", { command = 3, target = topic } },
+    { "FIND_NODE", { internal = true, command = msgs.FIND_NODE, target = require("ludx.dht.crypto").random(32) } },
+    { "PING", { internal = true, command = msgs.PING } },
+  }
+end
+
+--- Sends count requests m (tids 1..count) from a new socket on host, a
+-- victim that never answers, to 127.0.0.1:port, pausing pause_ms after
+-- every `every`; returns the bytes sent and the bytes that came back
+-- (until 300 ms pass with nothing).
+function U.amplification(port, m, host, count, every, pause_ms)
+  local sock = assert(udx.bind(host, 0))
+  local sent, got = 0, 0
+  for n = 1, count do
+    m.tid = n
+    local buf = U.dht_request(port, m)
+    sent = sent + #buf
+    assert(sock:send(buf, port, "127.0.0.1"))
+    if n % every == 0 then ludx.sleep(pause_ms) end
+  end
+  while true do
+    local d = sock:recv(300)
+    if not d then break end
+    got = got + #d
+  end
+  sock:close()
+  return sent, got
+end
+
 return U

@@ -19,7 +19,6 @@ local udx = require "ludx.udx"
 local dht = require "ludx.dht"
 local msgs = require "ludx.dht.messages"
 local compact = require "ludx.compact"
-local crypto = require "ludx.dht.crypto"
 local U = require "hardening_util"
 
 local SECS = tonumber(arg[1]) or 5
@@ -31,15 +30,6 @@ local function out(fmt, ...)
 end
 
 local req = U.dht_request
-
-local function drain(sock, quiet)
-  local bytes = 0
-  while true do
-    local d = sock:recv(quiet)
-    if not d then return bytes end
-    bytes = bytes + #d
-  end
-end
 
 local function persistent(node)
   for _ = 1, 500 do
@@ -57,26 +47,9 @@ local function amplification()
   local topic = dht.hash("amplified topic")
   for i = 1, 20 do assert(w:announce(topic, dht.keypair(string.rep(string.char(i), 32)))) end
   local _, port = tn.nodes[2]:address()
-  local cases = {
-    { "IMMUTABLE_GET", { command = 9, target = put.hash } },
-    { "MUTABLE_GET", { command = 7, target = dht.hash(kp.public_key), value = compact.encode(compact.uint, 0) } },
-    { "LOOKUP", { command = 3, target = topic } },
-    { "FIND_NODE", { internal = true, command = msgs.FIND_NODE, target = crypto.random(32) } },
-    { "PING", { internal = true, command = msgs.PING } },
-  }
-  for i, c in ipairs(cases) do
-    local sock = assert(udx.bind("127.0.0." .. (10 + i), 0))
-    local sent = 0
-    for n = 1, 100 do
-      c[2].tid = n
-      local buf = req(port, c[2])
-      sent = sent + #buf
-      sock:send(buf, port, "127.0.0.1")
-      if n % 10 == 0 then ludx.sleep(10) end
-    end
-    local got = drain(sock, 300)
+  for i, c in ipairs(U.amplification_cases(put.hash, kp.public_key, topic)) do
+    local sent, got = U.amplification(port, c[2], "127.0.0." .. (10 + i), 100, 10, 10)
     out("amplification %-13s 100 requests %6d B sent %7d B back  %.1fx", c[1], sent, got, got / sent)
-    sock:close()
   end
   tn:destroy()
 end
