@@ -218,7 +218,9 @@ sender_run (void *arg) {
         if (h != last)
           last = h, waited = now_ns();
       }
-      if (due > (uint64_t) (last + s->window + 1))
+      if (i - last > s->window)
+        s->window = 0; // the sink stopped: send the rest unheld, never hang
+      else if (due > (uint64_t) (last + s->window + 1))
         due = (uint64_t) (last + s->window + 1);
     }
     while (i < s->count && (uint64_t) i < due) {
