@@ -651,6 +651,8 @@ l_pwrite (lua_State *L) {
     uv_fs_req_cleanup(&req);
     if (r < 0)
       return ludx_push_uv_error(L, r);
+    if (r == 0) // no progress: an error, not a loop
+      return ludx_push_uv_error(L, UV_EIO);
     done += (size_t) r;
   }
   lua_pushboolean(L, 1);
