@@ -127,6 +127,8 @@ l_framer_feed (lua_State *L) {
   size_t len;
   const uint8_t *data = (const uint8_t *) ludx_check_lstring(L, 2, "data", &len);
   int one = lua_toboolean(L, 3);
+  if (f->glen > 0) // feed() would write over it (feed_udx's twin check)
+    return luaL_error(L, "framer: feed with a frame held from feed_udx");
   const uint8_t *in = data;
   size_t in_len = len;
   int held = f->pend_len > 0;
@@ -261,20 +263,22 @@ l_framer_feed_udx (lua_State *L) {
           break;
         if (e > 1 && e - 1 + (flen - LUDX_SS_ABYTES) > max) {
           // it would take the string past max: the next call's (out[0])
-          if ((rc = grow(&f->out, &f->out_cap, flen)) < 0)
-            break;
           f->glen = flen;
           f->ghave = 0;
           full = 1;
           break;
         }
-        if ((rc = grow(&f->out, &f->out_cap, e - 1 + flen)) < 0)
+        // room only for what arrives: a length prefix alone must not make
+        // us allocate the frame (3 bytes would pin 16 MiB per stream)
+        if ((rc = grow(&f->out, &f->out_cap, e)) < 0)
           break;
         under = f->out[e - 1];
         f->glen = flen;
         f->ghave = 0;
       }
       size_t take = f->glen - f->ghave < in_len ? f->glen - f->ghave : in_len;
+      if ((rc = grow(&f->out, &f->out_cap, e - 1 + f->ghave + take)) < 0)
+        break;
       memcpy(f->out + e - 1 + f->ghave, in, take);
       f->ghave += take;
       in += take;
