@@ -560,9 +560,13 @@ local function take_one(self)
   return c
 end
 
+local function has_bytes(s) return s.rbytes > 0 end
+local function has_message(s) return s.rtail >= s.rhead end
+
 -- The one reader's wait: until has(self), then take(self, arg); nil at EOF;
--- nil, msg, code once dead or past the deadline. fname names the caller.
-local function read_loop(self, fname, deadline, has, take_fn, arg)
+-- nil, msg, code once dead or past the deadline. what names the wait and
+-- fname the caller.
+local function read_loop(self, what, fname, deadline, has, take_fn, arg)
   self.reading = true
   local r
   while true do
@@ -574,7 +578,7 @@ local function read_loop(self, fname, deadline, has, take_fn, arg)
     elseif self.eof then
       r = pack(nil)
     else
-      local ok, m, c = self.readers:wait("secretstream " .. fname, left(deadline), fname)
+      local ok, m, c = self.readers:wait(what, left(deadline), fname)
       if ok == nil and c then r = pack(nil, m, c) end
     end
     if r then break end
@@ -591,7 +595,7 @@ function Stream:read(max, timeout)
   ludx.check_timeout(timeout, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end
   if not self.mode then self.mode = "bytes" end
-  return read_loop(self, "read", deadline_of(timeout), function(s) return s.rbytes > 0 end, take, max)
+  return read_loop(self, "secretstream read", "read", deadline_of(timeout), has_bytes, take, max)
 end
 
 --- The next message: the plaintext of one frame as the peer wrote it (one
@@ -604,7 +608,7 @@ function Stream:recv_message(timeout)
   end
   if self.reading then return nil, "busy reading", "EBUSY" end
   self.mode = "messages"
-  return read_loop(self, "recv_message", deadline_of(timeout), function(s) return s.rtail >= s.rhead end, take_one)
+  return read_loop(self, "secretstream recv_message", "recv_message", deadline_of(timeout), has_message, take_one)
 end
 
 --- One write is one frame (at most MAX_WRITE bytes). Before the handshake

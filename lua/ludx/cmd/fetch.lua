@@ -38,11 +38,8 @@ Progress goes to stdout: a bar on a terminal, plain lines otherwise.
 local function main(opts, key, dest)
   local share = require "ludx.share"
   local progress = require "ludx.progress"
-  local kp, err
-  if opts.key then
-    kp, err = common.keypair(opts.key)
-    if not kp then return nil, err end
-  end
+  local kp, err = common.keypair(opts.key) -- a new random one without --key
+  if not kp then return nil, err end
   local node
   node, err = common.node(opts, kp)
   if not node then return nil, err end

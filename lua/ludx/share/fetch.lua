@@ -230,10 +230,7 @@ function M.fetch(node, key, dest, opts)
       fail(st, "unexpected " .. (wire.NAMES[kind] or "?") .. " message")
     end
   end
-  for _, h in pairs(st.handles) do
-    h:flush()
-    h:close()
-  end
+  for _, h in pairs(st.handles) do h:close() end
   if st.err then
     if st.err.code == "EPROTO" or st.err.code == "EVERIFY" then conn:write(wire.error(wire.E_PROTOCOL, st.err.msg)) end
     store.close(layout)

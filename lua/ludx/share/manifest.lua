@@ -13,6 +13,7 @@
 --   uint version, string name, uint8 kind (1 file, 2 dir), uint chunk_size,
 --   uint count, then per file: string path, uint size, fixed64 hash and
 --   ceil(size / chunk_size) fixed32 chunk hashes.
+local check = require "ludx.check"
 local compact = require "ludx.compact"
 local core = require("ludx").core
 local fs = require "ludx.fs"
@@ -159,11 +160,8 @@ function M.build(root, opts)
   if type(max_entries) ~= "number" or max_entries < 1 or max_entries % 1 ~= 0 then
     error("bad argument 'opts.max_entries' to 'build' (positive integer expected)", 2)
   end
-  for _, f in ipairs({ "on_total", "on_bytes" }) do
-    if opts[f] ~= nil and type(opts[f]) ~= "function" then
-      error("bad argument 'opts." .. f .. "' to 'build' (function expected, got " .. type(opts[f]) .. ")", 2)
-    end
-  end
+  check.func(opts.on_total, "opts.on_total", "build", true)
+  check.func(opts.on_bytes, "opts.on_bytes", "build", true)
   local st, msg, code = fs.stat(root)
   if not st then return nil, root .. ": " .. tostring(msg), code end
   if st.type ~= "file" and st.type ~= "directory" then
@@ -236,7 +234,7 @@ function M.build(root, opts)
     end
     m.files[#m.files + 1] = {
       path = e.path, rel = e.rel, size = r.size, hash = r.hash, chunks = r.chunks, nchunks = #r.chunks,
-      full = m.kind == "file" and root or paths.join(root, e.rel), dev = r.dev, ino = r.ino, ctime = r.ctime,
+      dev = r.dev, ino = r.ino, ctime = r.ctime,
     }
     m.total = m.total + r.size
   end

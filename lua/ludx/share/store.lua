@@ -238,7 +238,7 @@ function M.prepare(L)
 end
 
 -- A partial file open for writing: h:write(bytes) at the next offset,
--- h:flush(), h:close().
+-- h:close().
 local Part = {}
 Part.__index = Part
 
@@ -247,10 +247,6 @@ function Part:write(bytes)
   local ok, msg = core.fs_pwrite(self.fd, bytes, self.offset)
   if not ok then return nil, msg end
   self.offset = self.offset + #bytes
-  return true
-end
-
-function Part:flush()
   return true
 end
 
