@@ -176,9 +176,7 @@ end
 ---------------------------------------------------------------------------
 -- The HTML report
 
-local function esc(s)
-  return (tostring(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"):gsub('"', "&quot;"))
-end
+local esc = require("ludx.bench.svg").esc
 
 --- One self-contained HTML page: the environment, each case's table and
 -- its charts as inline SVG. No scripts, no external assets.

@@ -8,9 +8,11 @@ local clip_n = 0
 
 local PALETTE = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf" }
 
+--- s (any value) escaped for XML and HTML text and attributes.
 local function esc(s)
   return (tostring(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"):gsub('"', "&quot;"))
 end
+M.esc = esc
 
 -- Ticks at 1, 2 or 5 times a power of ten, about n of them over [lo, hi].
 function M.ticks(lo, hi, n)
