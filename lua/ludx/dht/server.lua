@@ -416,13 +416,17 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
     if hs.punch and hs.punch.puncher then hs.punch.puncher:release() end
     local live = ok and not self.closed and not hs.settled
     local conn
+    -- our side of the SecretStream, careful resume seeded before its header
+    local function open_conn()
+      self:_resume(stream, r.remote_public_key)
+      return require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
+    end
     if live and hs.unproven then
       -- we connected to the named address at once: our header goes out
       -- (the client waits for it), and the handshake stays pending until
       -- a packet comes back from there; a silent address costs no
       -- connection and makes nobody known
-      self:_resume(stream, r.remote_public_key)
-      conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
+      conn = open_conn()
       local deadline = ludx.now() + HANDSHAKE_INITIAL_TIMEOUT
       while not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received == 0 and ludx.now() < deadline do
         stream:wait_readable(deadline - ludx.now()) -- a readable event (or the timeout)
@@ -437,10 +441,7 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
     end
     hs.done = true
     self.known:set(hs.host, true)
-    if not conn then
-      self:_resume(stream, r.remote_public_key)
-      conn = require("ludx.secretstream").wrap(stream, { initiator = false, handshake = handshake, keepalive = self.keepalive })
-    end
+    if not conn then conn = open_conn() end
     conn.udx_stream = stream
     self.connections = self.connections + 1
     local t = ludx.spawn("dht connection", self.handler, conn)
