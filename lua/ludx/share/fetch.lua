@@ -233,10 +233,8 @@ function M.fetch(node, key, dest, opts)
   for _, h in pairs(st.handles) do h:close() end
   if st.err then
     if st.err.code == "EPROTO" or st.err.code == "EVERIFY" then conn:write(wire.error(wire.E_PROTOCOL, st.err.msg)) end
-    store.close(layout)
-    conn:close()
     if st.progress then st.progress:stop() end
-    return nil, st.err.msg, st.err.code
+    return stop(nil, st.err.msg, st.err.code)
   end
   local stats = conn:stats()
   conn:finish(5000)
