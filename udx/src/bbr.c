@@ -533,7 +533,7 @@ bbr_careful_resume (udx_stream_t *s, udx_rate_sample_t *rs) {
 static double
 bbr_send_bw (const udx_stream_t *s, double bw) {
   const udx_path_t *p = s->path;
-  if (p == NULL || p->refs < 2 || s->bbr.state != UDX_BBR_STATE_PROBE_BW)
+  if (p == NULL || !udx__path_shared(p) || s->bbr.state != UDX_BBR_STATE_PROBE_BW)
     return bw;
   if (p->wait_head != NULL || (uint64_t) p->inflight + p->granted >= p->cwnd)
     return bw;

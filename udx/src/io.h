@@ -271,6 +271,10 @@ udx__socket_send_error (udx_socket_t *sock, int err);
 socklen_t
 udx__socket_dest (udx_socket_t *sock, const struct sockaddr *to, struct sockaddr_storage *out);
 
+// Same address and port, both as udx__socket_dest writes them.
+bool
+udx__same_dest (const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+
 // The shared window towards dest (as udx__socket_dest wrote it), created on
 // first use; NULL if out of memory (the stream then runs on its own).
 struct udx_path_s *

@@ -43,10 +43,6 @@ udx__linger_add (udx_stream_t *s, uint64_t now);
 bool
 udx__linger_recv (udx_socket_t *sock, uint32_t id, const uint8_t *buf, size_t len, const struct sockaddr_storage *from, uint64_t now);
 
-// Same address and port (socket.c).
-bool
-udx__same_dest (const struct sockaddr_storage *a, const struct sockaddr_storage *b);
-
 // Forgets every record of the socket (socket close, set_linger).
 void
 udx__linger_clear (udx_socket_t *sock);

@@ -26,11 +26,6 @@ udx__path_init (udx_path_t *p) {
   p->round_min_rtt = UINT32_MAX;
 }
 
-static bool
-path_shared (const udx_path_t *p) {
-  return p->refs >= 2;
-}
-
 // A path whose min RTT is short against the hosts' own latency: a window
 // brought down towards the model there takes the rate with it, not the
 // queue (the RTT is the hosts', the delivery rate follows the window, the
@@ -83,14 +78,14 @@ path_kick (udx_path_t *p) {
   // A turn starts once a whole one is free: turns of one packet cost a
   // wake-up per packet (100 streams over loopback: 20% slower).
   uint32_t turn = p->cwnd < UDX_PATH_QUANTUM ? 1 : UDX_PATH_QUANTUM;
-  while (p->wait_head && (!path_shared(p) || (uint64_t) p->inflight + p->granted + turn <= p->cwnd)) {
+  while (p->wait_head && (!udx__path_shared(p) || (uint64_t) p->inflight + p->granted + turn <= p->cwnd)) {
     udx_stream_t *s = p->wait_head;
     p->wait_head = s->path_next;
     if (p->wait_head == NULL)
       p->wait_tail = NULL;
     s->path_next = NULL;
     s->path_state = UDX_PATH_GRANTED;
-    uint32_t room = path_shared(p) ? p->cwnd - p->inflight - p->granted : UDX_PATH_QUANTUM;
+    uint32_t room = udx__path_shared(p) ? p->cwnd - p->inflight - p->granted : UDX_PATH_QUANTUM;
     s->path_quota = room < UDX_PATH_QUANTUM ? room : UDX_PATH_QUANTUM;
     p->granted += s->path_quota;
     udx__stream_wake(s);
@@ -138,7 +133,7 @@ udx__path_set (udx_stream_t *s, udx_path_t *p) {
 bool
 udx__path_check (udx_stream_t *s) {
   udx_path_t *p = s->path;
-  if (!path_shared(p))
+  if (!udx__path_shared(p))
     return true;
   if (s->path_state == UDX_PATH_GRANTED) {
     if (s->path_quota > 0 && p->inflight < p->cwnd)
@@ -173,7 +168,7 @@ udx__path_after_send (udx_stream_t *s) {
     s->path_state = UDX_PATH_FREE;
     p->granted -= s->path_quota;
     s->path_quota = 0;
-    if (s->path_blocked && path_shared(p))
+    if (s->path_blocked && udx__path_shared(p))
       path_wait(p, s);
   }
   s->path_blocked = false;

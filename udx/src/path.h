@@ -88,6 +88,12 @@ udx__path_on_loss (udx_stream_t *s);
 void
 udx__path_after_send (udx_stream_t *s);
 
+// More than one stream uses the path: its window is shared.
+static inline bool
+udx__path_shared (const udx_path_t *p) {
+  return p->refs >= 2;
+}
+
 static inline bool
 udx__path_allows (udx_stream_t *s) {
   return s->path == NULL || udx__path_check(s);
