@@ -180,31 +180,6 @@ l_truncate (lua_State *L) {
   return simple(L, r, &req);
 }
 
-// Read-only file access that never follows a symbolic link (share serves
-// only regular files inside its root): core.fs_open_read(path) -> fd, stat
-// of the open file | nil, msg, code (ELOOP for a link, EINVAL when it is not
-// a regular file). O_NONBLOCK so a FIFO swapped in cannot block the loop.
-static int
-l_open_read (lua_State *L) {
-  const char *path = ludx_check_lstring(L, 1, "path", NULL);
-  uv_fs_t req;
-  int fd = uv_fs_open(NULL, &req, path, UV_FS_O_RDONLY | UV_FS_O_NOFOLLOW | UV_FS_O_NONBLOCK, 0, NULL);
-  uv_fs_req_cleanup(&req);
-  if (fd < 0)
-    return ludx_push_uv_error(L, fd);
-  int r = uv_fs_fstat(NULL, &req, fd, NULL);
-  if (r < 0 || !S_ISREG(req.statbuf.st_mode)) {
-    uv_fs_req_cleanup(&req);
-    uv_fs_close(NULL, &req, fd, NULL);
-    uv_fs_req_cleanup(&req);
-    return ludx_push_uv_error(L, r < 0 ? r : UV_EINVAL);
-  }
-  lua_pushinteger(L, fd);
-  push_stat(L, &req.statbuf);
-  uv_fs_req_cleanup(&req);
-  return 2;
-}
-
 // core.fs_pread(fd, length, offset) -> bytes (shorter at the end, "" past
 // it) | nil, msg, code. One read into one buffer, then one copy to Lua.
 static int
@@ -534,6 +509,17 @@ open_checked (lua_State *L, int fd, int e) {
   lua_pushinteger(L, fd);
   push_sys_stat(L, &st);
   return 2;
+}
+
+// Read-only file access that never follows a symbolic link (share serves
+// only regular files inside its root): core.fs_open_read(path) -> fd, stat
+// of the open file | nil, msg, code (ELOOP for a link, EINVAL when it is not
+// a regular file). O_NONBLOCK so a FIFO swapped in cannot block the loop.
+static int
+l_open_read (lua_State *L) {
+  const char *path = ludx_check_lstring(L, 1, "path", NULL);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  return open_checked(L, fd, errno);
 }
 
 // d:open_read(rel) -> fd, stat | nil, msg, code: as core.fs_open_read, with
