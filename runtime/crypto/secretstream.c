@@ -194,6 +194,21 @@ on_data (ludx_ss_t *ss, const uint8_t *frame, uint32_t len, size_t *plain_len) {
   return 0;
 }
 
+/* Takes the 3-byte length prefix (A.2) from the input, byte by byte as it
+ * comes: true once it is whole in ss->frame_len. */
+static bool
+read_prefix (ludx_ss_t *ss, const uint8_t **in, size_t *in_len) {
+  while (ss->prefix_have < LUDX_SS_PREFIXBYTES) {
+    if (*in_len == 0)
+      return false;
+    ss->frame_len |= (uint32_t) (**in) << (8 * ss->prefix_have);
+    ss->prefix_have++;
+    (*in)++;
+    (*in_len)--;
+  }
+  return true;
+}
+
 int
 ludx_ss_read (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, const uint8_t **out, size_t *out_len) {
   if (ss == NULL || in == NULL || in_len == NULL || (*in == NULL && *in_len > 0) || out == NULL || out_len == NULL)
@@ -202,18 +217,12 @@ ludx_ss_read (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, const uint8_t *
     return ss->error;
 
   for (;;) {
-    while (ss->prefix_have < LUDX_SS_PREFIXBYTES) {
-      if (*in_len == 0)
+    if (ss->prefix_have < LUDX_SS_PREFIXBYTES) {
+      if (!read_prefix(ss, in, in_len))
         return LUDX_SS_NEED_MORE;
-      ss->frame_len |= (uint32_t) (**in) << (8 * ss->prefix_have);
-      ss->prefix_have++;
-      (*in)++;
-      (*in_len)--;
-      if (ss->prefix_have == LUDX_SS_PREFIXBYTES) {
-        int rc = check_length(ss, ss->frame_len);
-        if (rc < 0)
-          return fail(ss, rc);
-      }
+      int rc = check_length(ss, ss->frame_len);
+      if (rc < 0)
+        return fail(ss, rc);
     }
 
     uint32_t len = ss->frame_len;
@@ -285,14 +294,8 @@ ludx_ss_next_length (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, uint32_t
     return ss->error;
   if (!ludx_ss_direct(ss))
     return LUDX_CRYPTO_ESTATE;
-  while (ss->prefix_have < LUDX_SS_PREFIXBYTES) {
-    if (*in_len == 0)
-      return 0;
-    ss->frame_len |= (uint32_t) (**in) << (8 * ss->prefix_have);
-    ss->prefix_have++;
-    (*in)++;
-    (*in_len)--;
-  }
+  if (!read_prefix(ss, in, in_len))
+    return 0;
   /* A.2: L is checked before the caller buffers a byte of the body. */
   int rc = check_length(ss, ss->frame_len);
   if (rc < 0)
