@@ -141,7 +141,7 @@ function Store:track(stream, public_key, host, port)
   local seeded, msg, code = self:seed(stream, public_key, host, port)
   stream.on_close = function(s)
     local st = s:stats()
-    if s.err_code == "ETIMEDOUT" or not st or (st.delivered or 0) * (st.max_payload or 0) < self.min_bytes then return end
+    if select(2, s:error()) == "ETIMEDOUT" or not st or (st.delivered or 0) * (st.max_payload or 0) < self.min_bytes then return end
     self:remember(s, public_key, host, port)
   end
   return seeded, msg, code

@@ -446,7 +446,7 @@ function M.wrap(raw, opts)
   local hs = opts.handshake
   if hs then
     -- external handshake (hyperdht): no Noise frames, both sides send
-    -- their id/header frame at once (secret-stream A.3 step 7)
+    -- their id/header frame at once (docs/protocol/hyperswarm.md A.3 step 7)
     self.public_key = hs.public_key
     self.remote_public_key = hs.remote_public_key
     self.handshake_hash = hs.hash
@@ -698,6 +698,12 @@ function Stream:close()
   self.closed = true
   if not failed then release(self) end
   return true
+end
+
+--- True once the stream is closed or has failed (by either side): what
+-- wait_closed waits for, without waiting.
+function Stream:is_closed()
+  return self.closed == true or self.err ~= nil
 end
 
 --- Waits until the stream is closed or has failed (by either side);

@@ -534,6 +534,12 @@ function Stream:wait_connected(timeout)
   return true
 end
 
+--- True once the stream has closed (ended both ways, destroyed, or failed):
+-- what wait_closed waits for, without waiting.
+function Stream:is_closed()
+  return self.closed == true
+end
+
 --- Waits until the stream has closed (ended both ways, destroyed, or failed).
 function Stream:wait_closed(timeout)
   timeout = ludx.check_timeout(timeout, "wait_closed")

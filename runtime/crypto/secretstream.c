@@ -1,3 +1,5 @@
+/* Section marks (A.2, A.3 step 6, ...) are those of
+ * docs/protocol/hyperswarm.md (secret-stream framing and handshake). */
 #include "ludx_secretstream.h"
 
 #include <sodium.h>

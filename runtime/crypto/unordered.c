@@ -2,8 +2,8 @@
 
 #include <string.h>
 
-/* secret-stream A.5 and hyperdht D.8: keys derived from the handshake hash
- * for the side channels. */
+/* secret-stream A.5 and hyperdht D.8 (docs/protocol/hyperswarm.md): keys
+ * derived from the handshake hash for the side channels. */
 
 int
 ludx_unordered_init (ludx_unordered_t *u, bool initiator, const uint8_t hash[LUDX_HASHBYTES]) {

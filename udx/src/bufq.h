@@ -59,7 +59,7 @@ udx__bufq_len (const udx_bufq_t *q) {
   return q->end - q->start;
 }
 
-// Copies len bytes to the end. 0 or UV_ENOMEM (nothing appended then).
+// Copies len bytes to the end. 0 or UDX_ERR_NOMEM (nothing appended then).
 int
 udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len);
 

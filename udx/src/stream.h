@@ -122,7 +122,7 @@ enum { UDX_MTU_STATE_BASE = 1,
 #define UDX_S_ENDED         0x0008 // our END acked
 #define UDX_S_ENDING_REMOTE 0x0010 // remote END received (maybe out of order)
 #define UDX_S_ENDED_REMOTE  0x0020 // rcv_nxt passed the remote END
-#define UDX_S_EOF_READ      0x0040 // the reader saw UV_EOF
+#define UDX_S_EOF_READ      0x0040 // the reader saw the end (UV_EOF at the API)
 #define UDX_S_CLOSED        0x0080
 #define UDX_S_RELAYED       0x0100
 #define UDX_S_HWM           0x0200 // a write returned 0; on_drain owed

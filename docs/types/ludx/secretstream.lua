@@ -90,6 +90,10 @@ function C1:destroy() end
 ---@return string? code
 function C1:wait_closed(timeout) end
 
+--- True once the stream is closed or has failed, by either side (what wait_closed waits for), without waiting.
+---@return boolean closed
+function C1:is_closed() end
+
 --- Waits until the peer's id/header frame has arrived and ours is written (over a udx stream: acknowledged); both ends hold the stream.
 ---@param timeout? number
 ---@return true? ok

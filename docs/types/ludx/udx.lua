@@ -258,6 +258,10 @@ function C2:wait_connected(timeout) end
 ---@return string? code
 function C2:wait_closed(timeout) end
 
+--- True once the stream has closed (what wait_closed waits for), without waiting.
+---@return boolean closed
+function C2:is_closed() end
+
 --- Where the stream is connected.
 ---@return string? host
 ---@return integer? port

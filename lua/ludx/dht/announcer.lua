@@ -2,6 +2,7 @@
 -- ANNOUNCE to the 3 closest persistent nodes (they become our relays), ping
 -- them every 3 s, re-announce after ~100 rounds (or at once when too many
 -- relays stop answering) and UNANNOUNCE relays we dropped.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 local compact = require "ludx.compact"
 local hm = require "ludx.dht.hyperdht_messages"
 local signing = require "ludx.dht.signing"

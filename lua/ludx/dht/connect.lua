@@ -3,6 +3,7 @@
 -- addresses, or the server's own node), then a UDX stream on the DHT's own
 -- socket to the server's stream id, wrapped as a SecretStream with the
 -- handshake's keys.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 --
 -- Paths: a direct reply (connect to the node we asked); a server that is
 -- OPEN (its first public address, else the address the relay saw); a

@@ -1,4 +1,5 @@
 -- The holepunch rounds over PEER_HOLEPUNCH (D.9), callback style.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 --
 -- Client: a probe round (exchange NAT kinds and addresses through the
 -- server's relay), then a punch round (punching = true, tokens echoed to

@@ -3,6 +3,7 @@
 -- queries (find_peer, lookup, announce, unannounce, mutable and immutable
 -- put/get). Callback style like ludx.dht.rpc; ludx.dht (init.lua) wraps it
 -- in task-friendly calls.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 local rpc = require "ludx.dht.rpc"
 local compact = require "ludx.compact"
 local crypto = require "ludx.dht.crypto"

@@ -2,6 +2,7 @@
 -- records, forward entries for announced servers (in the router), mutable
 -- and immutable values. Requests that fail a check get no reply at all,
 -- as hyperdht does; only SEQ_REUSED / SEQ_TOO_LOW are answered as errors.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 local compact = require "ludx.compact"
 local crypto = require "ludx.dht.crypto"
 local hm = require "ludx.dht.hyperdht_messages"

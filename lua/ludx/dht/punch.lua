@@ -2,6 +2,7 @@
 -- NAT classification of a puncher socket, and the puncher that sends the
 -- 1-byte probes. Both sides hold a puncher; the initiator (the client)
 -- takes the first probe it receives as the path, the responder echoes.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 --
 -- Supported: CONSISTENT (or OPEN) NATs on both sides, and one side RANDOM
 -- against a CONSISTENT one with random-port probes from the consistent

@@ -1,6 +1,7 @@
 -- The iterative Kademlia query of dht-rpc (C.6): visit ever closer nodes
 -- with bounded concurrency, keep the k closest replies that carried an id,
 -- then optionally commit to them (e.g. ANNOUNCE with their tokens).
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 --
 --   local q = node:query({ target =, command =, value = }, opts)
 --   q.on_data = function(data) ... end   -- each mapped reply without error

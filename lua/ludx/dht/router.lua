@@ -1,6 +1,7 @@
 -- Routing of PEER_HANDSHAKE and PEER_HOLEPUNCH (D.7): forward entries
 -- (target -> {relay = address of the announcing server, record}), the relay
 -- steps every node performs, and the client calls.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 --
 -- A server registers {record, onpeerhandshake, onpeerholepunch} for its own
 -- target: onpeerhandshake(msg, req) returns {noise =, socket = ?} or nil (no

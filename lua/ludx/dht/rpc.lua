@@ -1,6 +1,7 @@
 -- A dht-rpc node (C.1-C.8): routing table upkeep, the core commands (PING,
 -- PING_NAT, FIND_NODE, DOWN_HINT, DELAYED_PING), bootstrap, NAT sampling,
 -- firewall detection and the ephemeral -> persistent switch.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 --
 -- Callback style over `env` and `transport` (see ludx.dht.io). Application
 -- commands go to node.handler(req) -> true when handled (hyperdht sets it).

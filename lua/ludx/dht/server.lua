@@ -4,6 +4,7 @@
 -- to the client (at once when the client is OPEN or asked us directly, else
 -- on the first UDX packet carrying our id), wraps it as a SecretStream and
 -- runs handler(conn) in a task.
+-- Section marks (C.6, D.8, ...) are those of docs/protocol/hyperswarm.md.
 local ludx = require "ludx"
 local compact = require "ludx.compact"
 local crypto = require "ludx.dht.crypto"

@@ -58,7 +58,7 @@ function Limiter:add(stream, weight)
   if not s then bad_arg("stream", "add", "udx stream or a stream over one", type(stream)) end
   local w = priority.weight(weight)
   if not w then bad_arg("weight", "add", "number >= 1 or 'high', 'normal', 'low'", tostring(weight)) end
-  if s.closed then return nil, "stream is closed", "EPIPE" end
+  if s:is_closed() then return nil, "stream is closed", "EPIPE" end
   return self.h:add(s.id, w)
 end
 

@@ -106,7 +106,7 @@ local function wait_room(self, conn, st, n)
   st.unsynced = 0
   local queued, since = tonumber(s.write_queued), ludx.now()
   while queued > room do
-    if raw.closed then return nil, "closed", "ECANCELED" end
+    if raw:is_closed() then return nil, "closed", "ECANCELED" end
     ludx.sleep(2)
     local q = tonumber(s.write_queued)
     if q < queued then since = ludx.now() end

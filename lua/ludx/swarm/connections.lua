@@ -253,7 +253,7 @@ function Swarm:_opened(entry)
   if not handler then return end
   local t = ludx.spawn("swarm connection", function()
     local ok, err = xpcall(handler, debug.traceback, conn, p)
-    if not (conn.closed or conn.err) then
+    if not conn:is_closed() then
       pcall(conn.finish, conn, self.finish_timeout)
       conn:close()
     end
