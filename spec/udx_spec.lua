@@ -39,6 +39,17 @@ local function pair(opts1, opts2)
   return s1, s2, a, b
 end
 
+-- Waits (up to 20 s) until task t waits for what: a writer queueing a large
+-- write in pieces yields between them, so a fixed pause can catch it still
+-- queueing on a loaded machine.
+local function wait_for_wait(t, what)
+  for _ = 1, 20000 do
+    if t.waiting == what or t.state == "dead" then break end
+    ludx.sleep(1)
+  end
+  return t.waiting
+end
+
 local function read_all(s, timeout)
   local parts = {}
   while true do
@@ -197,9 +208,8 @@ describe("udx streams", function()
     -- a writer far above it waits until the reader drains
     local big = string.rep("y", 8 * 1024 * 1024)
     local writer = ludx.spawn("big", function() return s1:write(big) end)
-    ludx.sleep(50)
+    assert.are.equal("write drain", wait_for_wait(writer, "write drain"))
     assert.are.equal("waiting", writer.state)
-    assert.are.equal("write drain", writer.waiting)
     local n = 0
     while n < 1000 + #big do
       local chunk = assert(s2:read(nil, 10000))
@@ -216,8 +226,7 @@ describe("udx streams", function()
     local s1, s2, a, b = pair()
     local big = make_data(8 * 1024 * 1024, 3)
     local writer = ludx.spawn("big", function() return s1:write(big) end)
-    ludx.sleep(50)
-    assert.are.equal("write drain", writer.waiting)
+    assert.are.equal("write drain", wait_for_wait(writer, "write drain"))
     -- the queue holds about the high-water mark plus a piece, not the 8 MB
     assert.is_true(s1:stats().write_queued < 2 * 1024 * 1024)
     local got = {}
