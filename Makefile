@@ -34,7 +34,7 @@ bench: build node-deps
 # loaded machine cannot break); run it on an idle machine before trusting
 # path figures.
 pathemu-check: build
-	LUDX_PATHEMU_STRICT=1 ctest --test-dir $(BUILD) --output-on-failure -R '^pathemu-'
+	LUDX_PATHEMU_STRICT=1 ctest --test-dir $(BUILD) --output-on-failure -R '^pathemu\.'
 
 # libFuzzer targets (fuzz/), each for FUZZ_SECONDS over a scratch copy of its
 # seed corpus; crash inputs land in $(BUILD)/fuzz-long/<target>/artifacts/.

@@ -2,7 +2,7 @@
 // this process and checks its timing (RTT through 20 ms each way, the rate
 // of a 100 Mbit/s bottleneck), its seeded loss statistics, tail drop at the
 // queue limit, reordering/duplication, address learning and the "set"
-// command.   usage: pathemu-selftest PATH_TO_LUDX_PATHEMU CASE
+// command.   usage: pathemu-selftest PATH_TO_LUDX_PATHEMU CASE (--list: the cases)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -543,10 +543,37 @@ case_learn (void) {
   close(b);
 }
 
+static void
+case_rate_100 (void) {
+  case_rate(100);
+}
+
+// The cases, listed by --list for ctest (cmake/ListedCases.cmake): a case
+// is one entry here. "serial" cases check the emulator's timing and run
+// alone (RUN_SERIAL).
+static const struct {
+  const char *name;
+  void (*fn)(void);
+  bool serial;
+} cases[] = {
+    {"rtt", case_rtt, true},
+    {"rate", case_rate_100, true},
+    {"loss", case_loss, false},
+    {"queue", case_queue, false},
+    {"reorder", case_reorder, false},
+    {"learn", case_learn, false},
+};
+
 int
 main (int argc, char **argv) {
+  size_t ncases = sizeof(cases) / sizeof(cases[0]);
+  if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+    for (size_t i = 0; i < ncases; i++)
+      printf("%s%s\n", cases[i].name, cases[i].serial ? " serial" : "");
+    return 0;
+  }
   if (argc < 3) {
-    fprintf(stderr, "usage: %s LUDX_PATHEMU rtt|rate|loss|queue|reorder|learn\n", argv[0]);
+    fprintf(stderr, "usage: %s LUDX_PATHEMU CASE [MBIT for rate]   (%s --list: the cases)\n", argv[0], argv[0]);
     return 2;
   }
   emu_path = argv[1];
@@ -555,21 +582,17 @@ main (int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *c = argv[2];
-  if (strcmp(c, "rtt") == 0)
-    case_rtt();
-  else if (strcmp(c, "rate") == 0)
-    case_rate(argc > 3 ? atoi(argv[3]) : 100);
-  else if (strcmp(c, "loss") == 0)
-    case_loss();
-  else if (strcmp(c, "queue") == 0)
-    case_queue();
-  else if (strcmp(c, "reorder") == 0)
-    case_reorder();
-  else if (strcmp(c, "learn") == 0)
-    case_learn();
-  else {
-    fprintf(stderr, "unknown case %s\n", c);
-    return 2;
+  if (strcmp(c, "rate") == 0 && argc > 3) {
+    case_rate(atoi(argv[3]));
+  } else {
+    size_t i = 0;
+    while (i < ncases && strcmp(c, cases[i].name) != 0)
+      i++;
+    if (i == ncases) {
+      fprintf(stderr, "unknown case %s\n", c);
+      return 2;
+    }
+    cases[i].fn();
   }
   printf("%s: %s\n", c, failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
