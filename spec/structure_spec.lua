@@ -1,8 +1,9 @@
 -- The structure claims of docs/architecture.md checked from the sources
 -- (issue 15), beside bindings_structure_spec: the Lua modules read no other
 -- module's private fields, the section marks that comments cite exist in
--- docs/protocol and each citing file names that document, and the fuzz
--- build's copy of the udx engine's source list is the engine's list.
+-- docs/protocol and each citing file names that document, udx keeps no
+-- static buffer that every instance would share, and the fuzz build's copy
+-- of the udx engine's source list is the engine's list.
 local H = require "helper"
 
 local function read(path)
@@ -106,6 +107,27 @@ describe("structure", function()
       end
     end
     assert.is_true(citing >= 10, "found " .. citing .. " citing files")
+    assert.are.same({}, bad)
+  end)
+
+  it("udx keeps no buffer shared by every instance (two loops may run in two threads)", function()
+    local engine = {}
+    for name in read("udx/CMakeLists.txt"):match("set%(UDX_ENGINE_SOURCES(.-)%)"):gmatch("src/([%w_]+)%.c") do
+      engine[name .. ".c"] = true
+    end
+    local bad = {}
+    for _, f in ipairs(files("git ls-files 'udx/src/*.c'")) do
+      local n = 0
+      for line in (read(f) .. "\n"):gmatch("([^\n]*)\n") do
+        n = n + 1
+        -- a static variable (not a function, not const): in the engine none
+        -- at all, in the io layer no array (the process-wide once-flags of
+        -- logging stay)
+        if line:match("^%s*static%s") and not line:match("static%s+const%s") and line:match("[;=%[]") then
+          if engine[f:match("[^/]+$")] or line:match("%[") then bad[#bad + 1] = f .. ":" .. n .. ": " .. line end
+        end
+      end
+    end
     assert.are.same({}, bad)
   end)
 
