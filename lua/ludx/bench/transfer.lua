@@ -158,6 +158,8 @@ function M.transfer(root, system, opts)
       if ds.jain and null(ds.jain) then sample.extra.jain = ds.jain end
       if dr.steadyBytesPerS and null(dr.steadyBytesPerS) then sample.steady_bytes_s = dr.steadyBytesPerS end
       if type(ds.stats) == "table" and tonumber(ds.stats.mtu) then sample.extra.mtu = tonumber(ds.stats.mtu) end
+      -- a udx-native receiver whose END went unanswered after every byte came
+      if null(dr.closeError) then sample.extra.close_timeouts = 1 end
       if serr or rerr then
         sample.error = "sender " .. tostring(serr) .. ", receiver " .. tostring(rerr)
       elseif dr.bytes ~= ds.bytes then
