@@ -99,6 +99,49 @@ return {
 }
 ]]
 
+-- 4 streams of one socket: the plot is of the streams together.
+local MANY = [[
+local transfer = require "ludx.bench.transfer"
+return {
+  name = "many",
+  cases = {
+    transfer.case({ name = "4-streams", description = "4 streams, {size} in all, loopback", bytes = 8 * 1024 * 1024,
+      quick_bytes = 2 * 1024 * 1024, chunk = 65536, streams = 4, systems = { "ludx -> ludx" },
+      baseline = "ludx -> ludx" }),
+  },
+}
+]]
+
+-- A transfer case whose transfers are faked: each logs its size to
+-- $FAKE_LOG and writes $FAKE_SAMPLES trace samples.
+local FAKE_TRACE = [[
+local transfer = require "ludx.bench.transfer"
+local json = require "ludx.json"
+function transfer.transfer(_, _, o)
+  local log = assert(io.open(os.getenv("FAKE_LOG"), "a"))
+  log:write(o.bytes, "\n")
+  log:close()
+  local file = o.sender_opts and o.sender_opts.traceFile
+  if file then
+    local f = assert(io.open(file, "w"))
+    for i = 1, tonumber(os.getenv("FAKE_SAMPLES")) do
+      f:write(json.encode({ t_ms = i, delivered = i, max_payload = 1000, cwnd = 10, pacing_rate = 1e6, rtt_ms = 1,
+        min_rtt_ms = 1 }), "\n")
+    end
+    f:close()
+  end
+  return { ok = true, bytes = o.bytes, mb_s = 100, ms = 5, cpu_send_s_per_gb = 1, cpu_recv_s_per_gb = 1,
+    retransmits = 0, rtos = 0, extra = {} }
+end
+return {
+  name = "fake",
+  cases = {
+    transfer.case({ name = "x", description = "{size}, faked", bytes = 512 * 1024, systems = { "ludx -> ludx" },
+      baseline = "ludx -> ludx" }),
+  },
+}
+]]
+
 -- A suite that is not a transfer; its plot fails.
 local BROKEN_PLOT = [[
 -- counts to three
@@ -191,6 +234,50 @@ describe("ludx bench with suites of your own", function()
     assert.is_nil(out2:find("plots: ", 1, true), out2)
     os.execute("rm -rf '" .. dir .. "'")
   end, 300000))
+
+  it("a many-stream case plots its streams together, and says so", run(function()
+    local dir = tmpdir()
+    write(dir .. "/many.lua", MANY)
+    local plots = dir .. "/plots"
+    local out, err, status = H.ludx({ "bench", dir .. "/many.lua", "--quick", "--json", dir .. "/r.jsonl",
+      "--plot", plots }, { timeout = 240000 })
+    assert.are.equal(0, status, out .. err)
+    assert.is_nil(out:find("plot failed", 1, true), out)
+    assert.matches("plots: " .. plots:gsub("%p", "%%%0"), out)
+    local svg = read(plots .. "/many-4-streams-throughput.svg")
+    assert.matches("goodput, 4 streams together", svg)
+    local pts = assert(svg:match('<polyline[^>]-points="([^"]*)"'))
+    local n = select(2, pts:gsub("[%d.]+,[%d.]+", ""))
+    assert.is_true(n >= 49, "only " .. n .. " points")
+    assert.matches("sums over 4 streams", read(plots .. "/many-4-streams-cwnd.svg"))
+    assert.matches("median of the streams in flight", read(plots .. "/many-4-streams-rtt.svg"))
+    os.execute("rm -rf '" .. dir .. "'")
+  end, 240000))
+
+  it("a plot whose trace stays short retries a bounded number of times and names the size it traced", run(function()
+    local dir = tmpdir()
+    write(dir .. "/fake.lua", FAKE_TRACE)
+    local log = dir .. "/calls"
+    local out, err, status = H.ludx({ "bench", dir .. "/fake.lua", "--json", dir .. "/r.jsonl", "--plot",
+      dir .. "/plots", "--runs", "1", "--warmups", "0" }, { env = { FAKE_LOG = log, FAKE_SAMPLES = "10" } })
+    assert.are.equal(0, status, out .. err)
+    -- one measured run, then the traced ones: 512 KB, 5 MB, 50 MB, 256 MB (the cap)
+    local calls = {}
+    for line in io.lines(log) do calls[#calls + 1] = tonumber(line) end
+    assert.are.same({ 524288, 524288, 5242880, 52428800, 268435456 }, calls)
+    assert.matches("plot failed: fake/x: only 10 trace samples %(a 256 MB transfer at 1 ms sampling%)", out)
+    assert.is_nil(out:find("plots: ", 1, true), out)
+    -- no sample at all: more bytes would not help, no retry
+    os.remove(log)
+    local out2, err2, status2 = H.ludx({ "bench", dir .. "/fake.lua", "--json", dir .. "/r.jsonl", "--plot",
+      dir .. "/plots", "--runs", "1", "--warmups", "0" }, { env = { FAKE_LOG = log, FAKE_SAMPLES = "0" } })
+    assert.are.equal(0, status2, out2 .. err2)
+    calls = {}
+    for line in io.lines(log) do calls[#calls + 1] = tonumber(line) end
+    assert.are.same({ 524288, 524288 }, calls)
+    assert.matches("plot failed: fake/x: the ludx %-> ludx sender wrote no trace samples %(a 512 KB transfer", out2)
+    os.execute("rm -rf '" .. dir .. "'")
+  end))
 
   it("the example latency suite runs and writes one self-contained HTML report", run(function()
     local dir = tmpdir()
