@@ -316,7 +316,7 @@ describe("ludx bench with suites of your own", function()
     local function run_file(name, values)
       local lines = {
         json.encode({ kind = "environment", environment = { commit = name } }),
-        json.encode({ kind = "case", id = "s/c", suite = "s", name = "c", systems = { "a", "b" }, baseline = "a",
+        json.encode({ kind = "case", id = "s/c", suite = "s", name = "c", systems = { "a", "b", "c" }, baseline = "a",
           case_kind = "transfer" }),
       }
       for system, list in pairs(values) do
@@ -327,13 +327,15 @@ describe("ludx bench with suites of your own", function()
       write(dir .. "/" .. name .. ".jsonl", table.concat(lines, "\n") .. "\n")
       return dir .. "/" .. name .. ".jsonl"
     end
-    local old = run_file("old", { a = { 100, 102, 101 }, b = { 50, 55, 60 } })
-    local new = run_file("new", { a = { 80, 82, 81 }, b = { 52, 58, 61 } })
+    local old = run_file("old", { a = { 100, 102, 101 }, b = { 50, 55, 60 }, c = { 10 } })
+    local new = run_file("new", { a = { 80, 82, 81 }, b = { 52, 58, 61 }, c = { 5 } })
     local out, err, status = H.ludx({ "bench", "--compare", old, new })
     assert.are.equal(0, status, out .. err)
     assert.matches("s/c", out)
     assert.matches("a%s+101 %[100%-102%]%s+81 %[80%-82%]%s+%-19%.8%%%s+WORSE %(beyond spread%)", out)
     assert.matches("b%s+55 %[50%-60%]%s+58 %[52%-61%]%s+%+5%.5%%%s+within spread", out)
+    -- one run a side has no spread: no "beyond spread" verdict
+    assert.matches("c%s+10%s+5%s+%-50%.0%%%s+worse, too few runs to judge", out)
     local _, err2, status2 = H.ludx({ "bench", "--compare", old })
     assert.are.equal(1, status2)
     assert.matches("two files", err2)
