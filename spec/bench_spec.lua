@@ -356,3 +356,37 @@ describe("ludx bench with suites of your own", function()
     assert.matches("no such file: /nonexistent/mysuite%.lua", err)
   end))
 end)
+
+describe("ludx.bench helpers", function()
+  local bench = require "ludx.bench"
+
+  it("median, nearest-rank percentiles and summaries", function()
+    assert.are.equal(3, bench.median({ 5, 1, 3 }))
+    assert.are.equal(2.5, bench.median({ 4, 1, 3, 2 }))
+    assert.is_nil(bench.median({}))
+    local list = {}
+    for i = 100, 1, -1 do list[#list + 1] = i end
+    assert.are.equal(50, bench.percentile(list, 0.5))
+    assert.are.equal(99, bench.percentile(list, 0.99))
+    assert.are.equal(1, bench.percentile(list, 0))
+    assert.are.equal(100, bench.percentile(list, 1))
+    local s = bench.summary(list)
+    assert.are.same({ 100, 1, 100, 50.5, 50.5, 90, 99 }, { s.n, s.min, s.max, s.mean, s.median, s.p90, s.p99 })
+    assert.are.equal(0, bench.summary({}).n)
+    assert.has_error(function() bench.percentile(list, 2) end, "bad argument 'p' to 'percentile' (number 0..1 expected)")
+  end)
+
+  it("time, hash and payload", function()
+    local ms, a, b = bench.time(function(x) return x, x + 1 end, 1)
+    assert.is_true(ms >= 0)
+    assert.are.same({ 1, 2 }, { a, b })
+    -- BLAKE2b-256 of the empty string
+    assert.are.equal("0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8", bench.hash(""))
+    local p = bench.payload(10000, 3)
+    assert.are.equal(10000, #p)
+    assert.are.equal(p, bench.payload(10000, 3))
+    assert.are_not.equal(p, bench.payload(10000, 4))
+    assert.has_error(function() bench.hash(1) end)
+    assert.has_error(function() bench.payload(1.5) end)
+  end)
+end)
