@@ -39,16 +39,22 @@ local function combine(hashes)
   return h:hex()
 end
 
--- One trace sample of all the streams together (see the header).
-local function sample_streams(streams)
+-- One trace sample of all the streams together (see the header). acked
+-- keeps each stream's payload bytes acknowledged so far: its packets since
+-- the last sample times its payload size now (MTU probing changes it).
+local function sample_streams(streams, acked)
   local agg = { t_ms = ludx.now(), streams = #streams, delivered = 0, delivered_bytes = 0, cwnd = 0, inflight = 0,
     pacing_rate = 0, max_payload = 0 }
   local rtts, min_rtt = {}, nil
-  for _, s in ipairs(streams) do
+  for i, s in ipairs(streams) do
     local st = s:stats_struct()
     local delivered = tonumber(st.delivered)
+    local a = acked[i] or { packets = 0, bytes = 0 }
+    acked[i] = a
+    a.bytes = a.bytes + (delivered - a.packets) * st.max_payload
+    a.packets = delivered
     agg.delivered = agg.delivered + delivered
-    agg.delivered_bytes = agg.delivered_bytes + delivered * st.max_payload
+    agg.delivered_bytes = agg.delivered_bytes + a.bytes
     agg.cwnd = agg.cwnd + st.cwnd
     agg.inflight = agg.inflight + st.inflight
     agg.pacing_rate = agg.pacing_rate + tonumber(st.pacing_rate)
@@ -147,12 +153,12 @@ local function main(argv)
     -- every 10 ms (or trace ms), the smoothed RTT of each stream with
     -- packets in flight: the median of these is the RTT the streams saw
     -- together; with a trace, one sample of the streams together each time
-    local rtts, sampling, samples = {}, true, {}
+    local rtts, sampling, samples, acked = {}, true, {}, {}
     local tracing = o.trace > 0 and o.traceFile ~= ""
     local sampler = ludx.spawn("rtt samples", function()
       while sampling do
         ludx.sleep(o.trace > 0 and o.trace or 10)
-        local agg = tracing and sample_streams(streams) or nil
+        local agg = tracing and sample_streams(streams, acked) or nil
         if agg then samples[#samples + 1] = agg end
         for _, s in ipairs(streams) do
           local st = s:stats_struct()
