@@ -139,8 +139,9 @@ end
 return {
   name = "fake",
   cases = {
-    transfer.case({ name = "x", description = "{size}, faked", bytes = 512 * 1024, systems = { "ludx -> ludx" },
-      baseline = "ludx -> ludx" }),
+    transfer.case({ name = "x", description = "{size}, faked", bytes = 512 * 1024,
+      systems = { os.getenv("FAKE_SYSTEM") or "ludx -> ludx" }, baseline = os.getenv("FAKE_SYSTEM") or "ludx -> ludx",
+      available = function() return true end }),
   },
 }
 ]]
@@ -229,7 +230,7 @@ describe("ludx bench with suites of your own", function()
     local n = select(2, pts:gsub("[%d.]+,[%d.]+", ""))
     assert.is_true(n >= 49, "only " .. n .. " points")
     -- the title says the trace needed more bytes than the 512 KB measured
-    assert.matches("512 KB over loopback %(traced with", svg)
+    assert.matches("ludx %-&gt; ludx, 512 KB over loopback %(traced with", svg)
     local out2, err2, status2 = H.ludx({ "bench", dir .. "/count.lua", "--json", dir .. "/c.jsonl", "--plot", plots,
       "--runs", "1", "--warmups", "0" })
     assert.are.equal(0, status2, out2 .. err2)
@@ -304,6 +305,16 @@ assert(s.ok, s.error)
     for line in io.lines(log) do calls[#calls + 1] = tonumber(line) end
     assert.are.same({ 524288, 524288 }, calls)
     assert.matches("plot failed: fake/x: the ludx %-> ludx sender wrote no trace samples %(a 512 KB transfer", out2)
+    -- no system with a ludx sender (only ludx ends trace): no plot, no traced transfer
+    os.remove(log)
+    local out3, err3, status3 = H.ludx({ "bench", dir .. "/fake.lua", "--json", dir .. "/r.jsonl", "--plot",
+      dir .. "/plots", "--runs", "1", "--warmups", "0" }, { env = { FAKE_LOG = log, FAKE_SAMPLES = "60",
+      FAKE_SYSTEM = "udx-native -> ludx" } })
+    assert.are.equal(0, status3, out3 .. err3)
+    calls = {}
+    for l in io.lines(log) do calls[#calls + 1] = tonumber(l) end
+    assert.are.same({ 524288 }, calls)
+    assert.matches("no plots: no case of these suites plots", out3)
     os.execute("rm -rf '" .. dir .. "'")
   end))
 

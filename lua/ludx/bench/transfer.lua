@@ -378,8 +378,19 @@ function M.case(spec)
     if not sample.ok then error("the traced transfer failed: " .. tostring(sample.error), 0) end
     return trace, sample
   end
+  -- the traced system: plot_system, else the first of the case's systems
+  -- with a ludx sender; a case with none has no plot
+  local plot_system = spec.plot_system
+  if not plot_system then
+    for _, system in ipairs(case.systems) do
+      if tostring(system):match("^ludx %->") then
+        plot_system = system
+        break
+      end
+    end
+  end
   function case.plot(ctx, dir)
-    local system = spec.plot_system or "ludx -> ludx"
+    local system = plot_system
     local skind = system:match("^(%S+) %->")
     if skind ~= "ludx" then error("the plot system " .. system .. " has no ludx sender (only ludx ends trace)", 0) end
     if not M.available(system) then error("the plot system " .. system .. " cannot run here", 0) end
@@ -414,7 +425,7 @@ function M.case(spec)
       error(string.format("only %d trace samples (a %s transfer at %d ms sampling)", #trace, M.size(traced_bytes),
         traced_interval), 0)
     end
-    local title = case.describe({ quick = ctx.quick })
+    local title = system .. ", " .. case.describe({ quick = ctx.quick })
     if traced_bytes ~= base_bytes then
       title = title .. string.format(" (traced with %s: %s is too short to plot)", M.size(traced_bytes), M.size(base_bytes))
     end
@@ -423,6 +434,7 @@ function M.case(spec)
       if ctx.add_chart then ctx.add_chart(c.title, c.svg) end
     end
   end
+  if not plot_system then case.plot = nil end
   return case
 end
 
