@@ -458,10 +458,13 @@ function M.plots(dir, stem, trace, title)
     end
     if (b.min_rtt_ms or 0) > 0 then minrtts[#minrtts + 1] = b.min_rtt_ms end
   end
-  -- goodput over a trailing window of one round trip (the median min RTT),
-  -- at least one sample: acks come in bursts, and at a few ms per sample
-  -- the rate of each interval jumps between 0 and several times the link's
-  local window = require("ludx.bench").median(minrtts) or 0
+  -- goodput over a trailing window of one round trip (the median min RTT)
+  -- and at least 4 sampling intervals: acks come in bursts, and the rate of
+  -- each interval alone jumps between 0 and several times the link's
+  local steps = {}
+  for i = 2, #trace do steps[#steps + 1] = trace[i].t_ms - trace[i - 1].t_ms end
+  local median = require("ludx.bench").median
+  local window = math.max(median(minrtts) or 0, 4 * (median(steps) or 0))
   local thr, cwnd, pace, rtt, minrtt = {}, {}, {}, {}, {}
   local j = 1
   for i = 2, #trace do
@@ -482,7 +485,8 @@ function M.plots(dir, stem, trace, title)
   local charts = {
     { name = "throughput", title = title .. ": goodput" .. say("", ", N streams together"), spec = {
       x_label = "time (s)", y_label = "goodput (MB/s)",
-      series = { { name = say("acknowledged payload per RTT", "acknowledged payload per RTT, all streams"), points = thr } } } },
+      series = { { name = string.format("acknowledged payload, %s%.0f ms windows", n > 1 and "all streams, " or "",
+        window), points = thr } } } },
     { name = "cwnd", title = title .. ": congestion window and pacing" .. say("", ", sums over N streams"), spec = {
       x_label = "time (s)", y_label = "cwnd (packets)", series = { { name = say("cwnd", "cwnd (sum)"), points = cwnd } },
       y2_label = "pacing rate (MB/s)", series2 = { { name = say("pacing rate", "pacing rate (sum)"), points = pace } } } },
