@@ -95,7 +95,8 @@ end
 local function report(task, err)
   if is_cancel(err) then return end
   io.stderr:write(string.format("ludx: task '%s' failed: %s\n", task.name, tostring(err)))
-  if task.traceback then io.stderr:write(task.traceback, "\n") end
+  -- without LuaJIT's [builtin#N] frames (the task's coroutine entry): noise
+  if task.traceback then io.stderr:write((task.traceback:gsub("\n%s*%[builtin#%d+%][^\n]*", "")), "\n") end
   io.stderr:flush()
 end
 
