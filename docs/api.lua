@@ -187,7 +187,7 @@ assert(a:write("secret"))
 print(b:read(), b.remote_public_key == a.public_key)]],
     fields = { { "MAX_WRITE", "integer", "The largest single write (one frame)." } },
     functions = {
-      { "wrap(raw: table, opts: table) -> stream: ludx.secretstream.Stream", "Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern (\"XX\" or \"IK\"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives), messages (true: keep frame boundaries for recv_message from the start)." },
+      { "wrap(raw: table, opts: table) -> stream: ludx.secretstream.Stream", "Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern (\"XX\" or \"IK\"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives), messages (true: keep frame boundaries for recv_message from the start), read_highwater (bytes of unread plaintext, 64 more per buffered frame, before the reader stops pulling raw bytes; default 4 MiB)." },
       { "keypair(seed?: string) -> keypair: table", "An Ed25519 key pair {public_key (32 bytes), secret_key (64 bytes)}; from a 32-byte seed when given." },
     },
     classes = {

@@ -18,6 +18,8 @@
 --     handshake_timeout = 10000,     -- ms; ETIMEDOUT when the Noise handshake takes longer
 --     handshake = {tx=, rx=, hash=, public_key=, remote_public_key=},  -- external (hyperdht)
 --     messages = true,               -- keep frame boundaries from the start (see recv_message)
+--     read_highwater = 4194304,      -- bytes of unread plaintext (64 more per buffered frame)
+--                                    -- before the reader stops pulling raw bytes
 --   })
 --   ss:ready([timeout]) ss:read([max][, timeout]) ss:write(data[, timeout])
 --   ss:recv_message([timeout]) ss:send_message(data[, timeout])
@@ -270,7 +272,7 @@ local function check_header(self)
 end
 
 local function over_highwater(self)
-  return self.rbytes + (self.rtail - self.rhead + 1) * ENTRY_COST >= READ_HIGHWATER
+  return self.rbytes + (self.rtail - self.rhead + 1) * ENTRY_COST >= self.read_highwater
 end
 
 local function push_plain(self, data)
@@ -402,6 +404,7 @@ local function check_options(raw, opts)
   check_bytes(opts.remote_public_key, 32, "opts.remote_public_key", fname, true)
   check_ms(opts.keepalive, "opts.keepalive", fname)
   check_ms(opts.handshake_timeout, "opts.handshake_timeout", fname)
+  if opts.read_highwater ~= nil then check.integer(opts.read_highwater, 1, 1024 * 1024 * 1024, "opts.read_highwater", fname) end
   local pattern = opts.pattern or "XX"
   if pattern ~= "XX" and pattern ~= "IK" then argerr("opts.pattern", fname, "'XX' or 'IK'", tostring(pattern)) end
   if pattern == "IK" and opts.initiator and not opts.remote_public_key then
@@ -428,6 +431,7 @@ function M.wrap(raw, opts)
     raw = raw,
     initiator = opts.initiator,
     keepalive = opts.keepalive and opts.keepalive > 0 and opts.keepalive or nil,
+    read_highwater = opts.read_highwater or READ_HIGHWATER,
     framer = C.framer(),
     rbuf = {}, rhead = 1, rtail = 0, rbytes = 0,
     pending = {}, pending_bytes = 0,
