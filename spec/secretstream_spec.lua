@@ -529,6 +529,21 @@ describe("secretstream read_highwater", function()
     x:close()
     y:close()
   end, 90000))
+
+  it("holds within a large raw read too: frames that came in one chunk are taken one by one", run(function()
+    local x, y, _, b = pair(nil, { initiator = false, read_highwater = 16384 })
+    -- queued before the handshake, then sent in one raw write: 500 KB at once
+    for _ = 1, 5000 do assert(x:send_message(string.rep("m", 100))) end
+    assert(x:ready(5000))
+    assert(y:ready(5000))
+    assert.are.equal(string.rep("m", 100), y:recv_message(5000))
+    local entries = y.rtail - y.rhead + 1
+    assert.is_true(entries <= 16384 / 164 + 16, tostring(entries)) -- was all 5,000 of the chunk
+    assert.is_true(b.bytes > 0) -- the rest waits in the raw stream, or in the framer's one read
+    for _ = 2, 5000 do assert.are.equal(string.rep("m", 100), y:recv_message(5000)) end
+    x:close()
+    y:close()
+  end, 90000))
 end)
 
 describe("secretstream keep-alives", function()

@@ -66,6 +66,10 @@ local READ_HIGHWATER = 4 * 1024 * 1024
 -- plain udx read hands over (udx.READ_MAX).
 local READ_BATCH = 65536
 
+-- The most raw bytes the reader takes in one read (pipe, TCP, and udx
+-- before the keys are known).
+local RAW_READ = 65536
+
 -- Writes made before the handshake completes are queued up to this many
 -- bytes; past it, write waits for the handshake.
 local PENDING_LIMIT = 1024 * 1024
@@ -335,7 +339,9 @@ local function pump(self)
       self.pump_waiters:wait("secretstream reader backpressure")
     end
     if self.err or self.closed then return end
-    local chunk, msg, code = raw:read()
+    -- at most RAW_READ at a time: a raw stream that holds megabytes (a
+    -- pipe or a TCP connection read late) is not taken whole
+    local chunk, msg, code = raw:read(RAW_READ)
     if self.err or self.closed then return end
     if chunk == nil then
       if msg then return fail(self, msg, code or "EIO") end
@@ -357,6 +363,11 @@ local function pump(self)
       elseif not (one and #data > 0) then
         break
       end
+      -- frame by frame, the read high-water applies within a chunk too
+      while over_highwater(self) and not (self.err or self.closed) do
+        self.pump_waiters:wait("secretstream reader backpressure")
+      end
+      if self.err or self.closed then return end
       data, hmsg, hcode = framer:feed("", one)
     end
   end
