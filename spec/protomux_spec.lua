@@ -209,11 +209,72 @@ describe("protomux", function()
     assert(mb:channel({ protocol = "new/1", aliases = { "old/1" } })) -- registers the alias
     mb:pair({ protocol = "old/1" }, function()
       local al = assert(mb:channel({ protocol = "new/1", aliases = { "old/1" } }))
-      got:put(al.is_open)
+      got:put(al:opened(5000))
     end)
     local old = assert(ma:channel({ protocol = "old/1" }))
     assert(old:open())
     assert.is_true(got:get(5000))
+    ma:destroy()
+    mb:destroy()
+  end))
+
+  it("a channel paired in the handler may add message types before it opens; early messages reach them", run(function()
+    local x, y = ss_pair()
+    local ma, mb = protomux.from(x), protomux.from(y)
+    local got = ludx.queue()
+    mb:pair({ protocol = "late/1" }, function()
+      -- as a protomux user writes it: createChannel, then addMessage, then open
+      local ch = assert(mb:channel({ protocol = "late/1", handshake = compact.string }))
+      assert.are.equal(1, ch:add_message(compact.string))
+      assert.are.equal(2, ch:add_message(compact.uint))
+      assert(ch:open("late"))
+      got:put(ch)
+    end)
+    local a = assert(ma:channel({ protocol = "late/1", handshake = compact.string, messages = { compact.string, compact.uint } }))
+    assert(a:open("early"))
+    for i = 1, 20 do
+      assert(a:send(1, "early " .. i))
+      assert(a:send(2, i))
+    end
+    local b = got:get(5000)
+    assert.are.equal("early", b:opened(5000))
+    for i = 1, 20 do
+      assert.are.same({ 1, "early " .. i }, { b:recv(5000) })
+      assert.are.same({ 2, i }, { b:recv(5000) })
+    end
+    assert.are.equal("late", a:opened(5000))
+    -- the remote closes a paired channel before it fully opened: it closes here too
+    local shut = ludx.queue()
+    mb:pair({ protocol = "shut/1" }, function()
+      local ch = assert(mb:channel({ protocol = "shut/1" }))
+      shut:put(ch)
+    end)
+    local s = assert(ma:channel({ protocol = "shut/1", messages = { compact.uint } }))
+    assert(s:open())
+    assert(s:send(1, 1))
+    local sb = shut:get(5000)
+    assert(s:close())
+    assert(sb:closed_wait(5000))
+    assert.are.equal(0, mb:stats().buffered) -- what waited for it was let go
+    ma:destroy()
+    mb:destroy()
+  end))
+
+  it("is_idle: an id closed before the remote answered stays in use until the answer", run(function()
+    local x, y = ss_pair()
+    local ma, mb = protomux.from(x), protomux.from(y)
+    assert.is_true(ma:is_idle())
+    local a = assert(ma:channel({ protocol = "nobody/1" })) -- mb has no pair handler: it rejects
+    assert(a:open())
+    assert(a:close())
+    assert.is_false(ma:is_idle()) -- protomux: _local.length ~= _free.length until the reject
+    local deadline = ludx.now() + 5000
+    while not ma:is_idle() and ludx.now() < deadline do ludx.sleep(5) end
+    assert.is_true(ma:is_idle())
+    -- the freed id is reused
+    local b = assert(ma:channel({ protocol = "nobody/1" }))
+    assert(b:open())
+    assert.are.equal(1, b.local_id)
     ma:destroy()
     mb:destroy()
   end))

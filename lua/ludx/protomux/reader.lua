@@ -52,7 +52,7 @@ local function on_open(self, r)
       gc_info(self, info)
       return
     end
-    local slot = { hs = hs }
+    local slot = { hs = hs, pending = {} }
     self.remote[rid] = slot
     self.remote_count = self.remote_count + 1
     ch.remote_id = rid
@@ -100,7 +100,8 @@ local function on_close(self, r)
   local rid = r:uint()
   if r.err then proto_error("bad close message") end
   local slot = rid > 0 and self.remote[rid]
-  if slot and slot.session then close_channel(slot.session, true) end
+  local ch = slot and (slot.session or slot.paired)
+  if ch then close_channel(ch, true) end
 end
 
 local function on_batch(self, r)
