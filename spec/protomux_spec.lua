@@ -454,11 +454,43 @@ describe("protomux against a hostile peer", function()
       return true
     end)
     reader_stopped(mux)
-    assert.is_true(mux.buffered <= 4 * 66)
+    assert.is_true(mux.buffered <= 4 * 66 + 64) -- 4 messages and the kept (empty) handshake
     release:put(true) -- the handler ends without a channel: rejected
     assert.are.equal("000201", hex(assert(y:recv_message(5000))))
     assert(sender:join(5000))
     assert.are.equal(0, mux.buffered)
+    assert.are.equal(0, mux:stats().remote_channels)
+    mux:destroy()
+    y:close()
+  end))
+
+  it("handshakes of opens waiting for a slow pair handler count against max_buffered", run(function()
+    local mux, y = hostile({ max_buffered = 64 * 1024 })
+    local release = ludx.queue()
+    mux:pair({ protocol = "p" }, function() release:get() end) -- a handler that waits
+    local big = compact.encode(compact.buffer, string.rep("h", 30000))
+    local sender = ludx.spawn("opens", function()
+      for id = 1, 20 do
+        if not y:send_message(open_frame(id, "p") .. big) then return end
+      end
+      return true
+    end)
+    -- the reader stops once the kept handshakes pass max_buffered, not after all 20 opens
+    local deadline = ludx.now() + 20000
+    while mux.reader_task.waiting ~= "protomux reader backpressure" and mux:stats().remote_channels < 20
+      and ludx.now() < deadline do
+      ludx.sleep(5)
+    end
+    local s = mux:stats()
+    assert.is_true(s.remote_channels <= 3, tostring(s.remote_channels))
+    assert.is_true(s.buffered <= 64 * 1024 + 30100, tostring(s.buffered))
+    -- the handlers end without a channel: every open is rejected, nothing stays counted
+    for _ = 1, 20 do release:put(true) end
+    for id = 1, 20 do
+      assert.are.equal("0002" .. string.format("%02x", id), hex(assert(y:recv_message(5000))))
+    end
+    assert(sender:join(5000))
+    assert.are.equal(0, mux:stats().buffered)
     assert.are.equal(0, mux:stats().remote_channels)
     mux:destroy()
     y:close()

@@ -61,7 +61,9 @@ local function on_open(self, r)
   local notify = self.notify[key_of(protocol, id)] or self.notify[key_of(protocol, nil)]
   if not notify or self.remote_count >= opts.max_channels then return reject(self, rid) end
   info = get_info(self, protocol, id)
-  self.remote[rid] = { hs = hs, pending = {} }
+  local slot = { hs = hs, pending = {}, hs_cost = #hs + ENTRY_COST }
+  self.remote[rid] = slot
+  self.buffered = self.buffered + slot.hs_cost
   self.remote_count = self.remote_count + 1
   info.pairing = info.pairing + 1
   info.incoming[#info.incoming + 1] = rid
@@ -76,6 +78,8 @@ local function on_open(self, r)
     end
     gc_info(self, info)
   end)
+  -- handshakes waiting for pair handlers are bounded by max_buffered too
+  wait_below(self)
 end
 
 local function on_reject(self, r)

@@ -58,7 +58,18 @@ local function gc_info(self, info)
   end
 end
 
+-- The remote's handshake kept for a pair handler counts as buffered
+-- (slot.hs_cost) until the channel opens or the slot goes.
+local function release_hs(self, slot)
+  if slot.hs_cost then
+    self.buffered = self.buffered - slot.hs_cost
+    slot.hs_cost = nil
+    self.reader_waiters:wake_all(true)
+  end
+end
+
 local function drop_pending(self, slot)
+  release_hs(self, slot)
   if slot.pending then
     for _, p in ipairs(slot.pending) do self.buffered = self.buffered - p.cost end
     slot.pending = nil
@@ -179,6 +190,7 @@ local function full_open(ch, slot)
   if ch.is_open or ch.closed or slot.session then return end
   local hs_bytes = slot.hs
   slot.hs = nil
+  release_hs(ch.mux, slot)
   if ch.handshake_codec then
     local r = reader(hs_bytes)
     local ok, v = pcall(ch.handshake_codec.decode, r)
