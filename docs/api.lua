@@ -234,7 +234,8 @@ batch) or is over max_message_size ends the mux and destroys the stream
 (EPROTO, EMSGSIZE). Caps (options of `from`, defaults in DEFAULTS):
 max_channels (256, remote channels open or pending; more are rejected),
 max_message_size (4 MiB), max_queued (256 messages per channel) and
-max_buffered (4 MiB over the mux) before the reader stops reading (the
+max_buffered (4 MiB over the mux, with the handshakes of opens waiting
+for a pair handler) before the reader stops reading (the
 backpressure reaches the stream and the remote), max_name_size (1024 bytes
 of a protocol name or id), max_write_buffer (1 MiB queued for the stream
 before send waits). A reader that stops on a full channel stops the whole
@@ -260,12 +261,12 @@ end)]],
     },
     classes = {
       { name = "ludx.protomux.Mux", impl = "ludx.protomux:Mux", doc = "One muxer per stream.", methods = {
-          { ":channel(opts: table) -> ch: ludx.protomux.Channel?, err: string?, code: string?", "A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and is open at once." },
+          { ":channel(opts: table) -> ch: ludx.protomux.Channel?, err: string?, code: string?", "A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and opens on the next turn of the loop (protomux's next tick): add message types before then, and what the remote sent meanwhile reaches them." },
           { ":pair(key: table, fn: function)", "fn(id) runs in a task when the remote opens {protocol, id} (id nil: any id) first; a channel made while it runs is paired, else the open is rejected." },
           { ":unpair(key: table)", "Removes a pair handler." },
           { ":opened(key: table) -> yes: boolean", "True while a channel of {protocol, id} is open here." },
           { ":get_last_channel(key: table) -> ch: ludx.protomux.Channel?", "The last channel of {protocol, id} opened here." },
-          { ":is_idle() -> yes: boolean", "True when no channel id is in use." },
+          { ":is_idle() -> yes: boolean", "True when no channel id is in use (an id closed before the remote answered our open stays in use until it does)." },
           { ":channels() -> iter: function", "Iterates the channels." },
           { ":channel_list() -> list: ludx.protomux.Channel[]", "The channels, as a list." },
           { ":cork()", "Batches every message and open/close from now until the matching uncork into one batch frame." },
