@@ -496,6 +496,35 @@ describe("protomux against a hostile peer", function()
     y:close()
   end))
 
+  it("a batch of many opens that reads no rejects: the replies stay bounded inside one frame too", run(function()
+    local a, b = pipe.pair({ highwater = 4096 })
+    local x = secretstream.wrap(a, { initiator = true })
+    local y = secretstream.wrap(b, { initiator = false })
+    local mux = protomux.from(x)
+    -- one batch frame of 100000 opens (each rejected: no pair handler)
+    local w = compact.writer():uint(0):uint(0):uint(0)
+    for id = 1, 100000 do
+      local m = open_frame(id, "p"):sub(2) -- type 1 and the open, without channel 0
+      w:buffer(m)
+    end
+    local frame = w:finish()
+    assert.is_true(#frame < protomux.DEFAULTS.max_message_size)
+    assert(y:send_message(frame, 20000))
+    local peak = 0
+    local deadline = ludx.now() + 60000
+    while mux.reader_task.waiting ~= "protomux reader (replies not sent)" and mux:stats().rejected < 100000
+      and ludx.now() < deadline do
+      peak = math.max(peak, mux.ctl_bytes)
+      ludx.sleep(5)
+    end
+    peak = math.max(peak, mux.ctl_bytes)
+    -- 100000 rejects are about 400 KB: the reader waits at 64 KiB instead
+    assert.is_true(peak <= 64 * 1024 + 16, tostring(peak))
+    assert.is_true(mux:stats().rejected < 100000)
+    mux:destroy()
+    y:close()
+  end, 120000))
+
   it("a peer that floods opens and reads no rejects stops our reader (the replies stay bounded)", run(function()
     local a, b = pipe.pair({ highwater = 4096 })
     local x = secretstream.wrap(a, { initiator = true })

@@ -113,6 +113,12 @@ local function on_batch(self, r)
   if r.err then proto_error("bad batch") end
   local e = r.e
   while r.i <= e and not self.destroyed do
+    -- a batch may hold many opens to reject: the replies stay bounded
+    -- inside one frame too, not only between frames
+    while self.ctl_bytes > CTL_LIMIT and not self.destroyed do
+      self.send_waiters:wait("protomux reader (replies not sent)")
+    end
+    if self.destroyed then return end
     local len = r:uint()
     if r.err then proto_error("bad batch") end
     if len == 0 then
