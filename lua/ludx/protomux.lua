@@ -51,6 +51,7 @@ M.DEFAULTS = {
   max_buffered = 4 * 1024 * 1024, -- bytes queued over all channels (+64 per message) before the reader waits
   max_name_size = 1024, -- bytes of a remote protocol name or id; larger opens are rejected
   max_write_buffer = 1024 * 1024, -- bytes queued for the stream before send waits
+  max_control_buffer = 64 * 1024, -- bytes of replies (rejects) queued before the reader waits
 }
 
 local Mux = {}

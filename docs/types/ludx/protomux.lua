@@ -29,11 +29,13 @@
 --- for a pair handler) before the reader stops reading (the
 --- backpressure reaches the stream and the remote), max_name_size (1024 bytes
 --- of a protocol name or id), max_write_buffer (1 MiB queued for the stream
---- before send waits). A reader that stops on a full channel stops the whole
+--- before send waits), max_control_buffer (64 KiB of our replies, the rejects,
+--- queued before the reader waits: a peer that floods opens and reads nothing
+--- stops there). A reader that stops on a full channel stops the whole
 --- mux, as protomux's pause does: read every channel you open, or give its
 --- types on_message.
 ---@class ludx.protomux
----@field DEFAULTS table The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer).
+---@field DEFAULTS table The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer, max_control_buffer).
 local M = {}
 
 --- The muxer of a stream (with recv_message/send_message, as a SecretStream, not read with read() before): the same one on a second call. Starts its reader task; the mux owns the stream from then on (it ends and destroys it). opts: the caps of DEFAULTS.

@@ -11,7 +11,7 @@ local reader = compact.reader
 local ENTRY_COST, key_of, call = state.ENTRY_COST, state.key_of, state.call
 local get_info, gc_info, reject, free_local = state.get_info, state.gc_info, state.reject, state.free_local
 local close_channel, deliver, full_open = state.close_channel, state.deliver, state.full_open
-local writer_task, CTL_LIMIT = writer.writer_task, writer.CTL_LIMIT
+local writer_task = writer.writer_task
 
 local M = {}
 
@@ -115,7 +115,7 @@ local function on_batch(self, r)
   while r.i <= e and not self.destroyed do
     -- a batch may hold many opens to reject: the replies stay bounded
     -- inside one frame too, not only between frames
-    while self.ctl_bytes > CTL_LIMIT and not self.destroyed do
+    while self.ctl_bytes > self.opts.max_control_buffer and not self.destroyed do
       self.send_waiters:wait("protomux reader (replies not sent)")
     end
     if self.destroyed then return end
@@ -172,7 +172,7 @@ end
 local function reader_task(self)
   local conn = self.conn
   while not self.destroyed do
-    while self.ctl_bytes > CTL_LIMIT and not self.destroyed do
+    while self.ctl_bytes > self.opts.max_control_buffer and not self.destroyed do
       self.send_waiters:wait("protomux reader (replies not sent)")
     end
     if self.destroyed then return end
