@@ -279,6 +279,39 @@ describe("protomux", function()
     mb:destroy()
   end))
 
+  it("a remote that reads nothing stops ch:send at max_write_buffer (backpressure through the stream)", run(function()
+    local a, b = pipe.pair({ highwater = 4096 })
+    local x = secretstream.wrap(a, { initiator = true })
+    local y = secretstream.wrap(b, { initiator = false })
+    assert(x:ready(5000))
+    assert(y:ready(5000))
+    local mux = protomux.from(x, { max_write_buffer = 64 * 1024 })
+    local ch = assert(mux:channel({ protocol = "p", messages = { compact.buffer } }))
+    assert(ch:open())
+    local chunk, sent, total = string.rep("s", 4096), 0, 2000 -- 8 MB if nothing stopped it
+    local sender = ludx.spawn("sender", function()
+      for _ = 1, total do
+        assert(ch:send(1, chunk))
+        sent = sent + 1
+      end
+      return true
+    end)
+    while sender.waiting ~= "protomux send" and sent < total do ludx.sleep(5) end
+    assert.is_true(sent < total, tostring(sent))
+    assert.is_true(mux:stats().write_buffered <= 64 * 1024 + 4200, tostring(mux:stats().write_buffered))
+    print(string.format("protomux send backpressure: %d of %d messages of 4 KiB sent before the stall, %d B queued",
+      sent, total, mux:stats().write_buffered))
+    -- reading lets it finish, every message in order
+    assert(y:recv_message(5000)) -- our open
+    for _ = 1, total do
+      local m = assert(y:recv_message(20000))
+      assert.are.equal(4096 + 5, #m) -- channel id, type, length (3 bytes), bytes
+    end
+    assert(sender:join(20000))
+    mux:destroy()
+    y:close()
+  end, 60000))
+
   it("delivers to on_message callbacks and reports a stream that ended", run(function()
     local x, y = ss_pair()
     local ma, mb = protomux.from(x), protomux.from(y)
