@@ -312,6 +312,53 @@ describe("protomux", function()
     y:close()
   end, 60000))
 
+  it("on_open, on_close, on_destroy in protomux's order; opened, get_last_channel, channels, user_data", run(function()
+    local x, y = ss_pair()
+    local ma, mb = protomux.from(x), protomux.from(y)
+    local log = {}
+    local function cbs(name)
+      return {
+        protocol = "cb/1", handshake = compact.string, user_data = name,
+        on_open = function(hs, ch) log[#log + 1] = name .. " open " .. hs .. " " .. ch.user_data end,
+        on_close = function(is_remote, ch) log[#log + 1] = name .. " close " .. tostring(is_remote) .. " " .. ch.user_data end,
+        on_destroy = function(ch) log[#log + 1] = name .. " destroy " .. ch.user_data end,
+      }
+    end
+    local key = { protocol = "cb/1" }
+    assert.is_false(ma:opened(key))
+    assert.is_nil(ma:get_last_channel(key))
+    local a = assert(ma:channel(cbs("a")))
+    local b = assert(mb:channel(cbs("b")))
+    assert(a:open("from a"))
+    assert(b:open("from b"))
+    assert.are.equal("from b", a:opened(5000))
+    assert.are.equal("from a", b:opened(5000))
+    assert.is_true(ma:opened(key))
+    assert.are.equal(a, ma:get_last_channel(key))
+    local list = {}
+    for ch in ma:channels() do list[#list + 1] = ch end
+    assert.are.same({ a }, list)
+    assert(a:close())
+    assert(b:closed_wait(5000))
+    assert.is_false(ma:opened(key))
+    assert.is_nil(ma:get_last_channel(key))
+    local opens = { log[1], log[2] } -- either side may open first
+    table.sort(opens)
+    assert.are.same({ "a open from b a", "b open from a b" }, opens)
+    assert.are.same({ "a close false a", "a destroy a", "b close true b", "b destroy b" }, { unpack(log, 3) })
+    -- destroying the mux closes its channels as a remote close, and the stream
+    local c = assert(ma:channel(cbs("c")))
+    assert(c:open("again"))
+    log = {}
+    ma:destroy()
+    assert.are.same({ "c close true c", "c destroy c" }, log)
+    local ok, _, code = c:recv(0)
+    assert.is_nil(ok)
+    assert.are.equal("ECANCELED", code)
+    assert.is_true(x.closed)
+    mb:destroy()
+  end))
+
   it("delivers to on_message callbacks and reports a stream that ended", run(function()
     local x, y = ss_pair()
     local ma, mb = protomux.from(x), protomux.from(y)
