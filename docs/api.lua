@@ -234,10 +234,13 @@ batch) or is over max_message_size ends the mux and destroys the stream
 (EPROTO, EMSGSIZE). Caps (options of `from`, defaults in DEFAULTS):
 max_channels (256, remote channels open or pending; more are rejected),
 max_message_size (4 MiB), max_queued (256 messages per channel) and
-max_buffered (4 MiB over the mux) before the reader stops reading (the
+max_buffered (4 MiB over the mux, with the handshakes of opens waiting
+for a pair handler) before the reader stops reading (the
 backpressure reaches the stream and the remote), max_name_size (1024 bytes
 of a protocol name or id), max_write_buffer (1 MiB queued for the stream
-before send waits). A reader that stops on a full channel stops the whole
+before send waits), max_control_buffer (64 KiB of our replies, the rejects,
+queued before the reader waits: a peer that floods opens and reads nothing
+stops there). A reader that stops on a full channel stops the whole
 mux, as protomux's pause does: read every channel you open, or give its
 types on_message.]],
     example = [[
@@ -253,19 +256,19 @@ mux:pair({ protocol = "chat/1" }, function(id)    -- the remote opened first
   local c = mux:channel({ protocol = "chat/1", id = id, handshake = compact.string })
   c:open("hi")
 end)]],
-    fields = { { "DEFAULTS", "table", "The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer)." } },
+    fields = { { "DEFAULTS", "table", "The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer, max_control_buffer)." } },
     functions = {
       { "from(conn: table, opts?: table) -> mux: ludx.protomux.Mux", "The muxer of a stream (with recv_message/send_message, as a SecretStream, not read with read() before): the same one on a second call. Starts its reader task; the mux owns the stream from then on (it ends and destroys it). opts: the caps of DEFAULTS." },
       { "is_mux(v: any) -> yes: boolean", "True for a muxer." },
     },
     classes = {
       { name = "ludx.protomux.Mux", impl = "ludx.protomux:Mux", doc = "One muxer per stream.", methods = {
-          { ":channel(opts: table) -> ch: ludx.protomux.Channel?, err: string?, code: string?", "A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and is open at once." },
+          { ":channel(opts: table) -> ch: ludx.protomux.Channel?, err: string?, code: string?", "A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and opens on the next turn of the loop (protomux's next tick): add message types before then, and what the remote sent meanwhile reaches them." },
           { ":pair(key: table, fn: function)", "fn(id) runs in a task when the remote opens {protocol, id} (id nil: any id) first; a channel made while it runs is paired, else the open is rejected." },
           { ":unpair(key: table)", "Removes a pair handler." },
           { ":opened(key: table) -> yes: boolean", "True while a channel of {protocol, id} is open here." },
           { ":get_last_channel(key: table) -> ch: ludx.protomux.Channel?", "The last channel of {protocol, id} opened here." },
-          { ":is_idle() -> yes: boolean", "True when no channel id is in use." },
+          { ":is_idle() -> yes: boolean", "True when no channel id is in use (an id closed before the remote answered our open stays in use until it does)." },
           { ":channels() -> iter: function", "Iterates the channels." },
           { ":channel_list() -> list: ludx.protomux.Channel[]", "The channels, as a list." },
           { ":cork()", "Batches every message and open/close from now until the matching uncork into one batch frame." },

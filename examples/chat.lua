@@ -1,8 +1,12 @@
--- A topic chat on ludx.swarm: everyone who joins the same room talks to
--- everyone else; each line typed goes to every peer.
+-- A topic chat on ludx.swarm + ludx.protomux: everyone who joins the same
+-- room talks to everyone else; each line typed goes to every peer.
 --
 --   ludx examples/chat.lua --bootstrap H:P [ROOM]   joins ROOM (default "lobby")
 --   ludx examples/chat.lua                          two peers here, on a local DHT
+--
+-- A Node peer in the same room (npm hyperswarm 4 + protomux 3, as installed
+-- for the interop tests by `make node-deps`):
+--   NODE_PATH=spec/interop/node_modules node examples/node/chat.js --bootstrap H:P [ROOM]
 --
 --   --nick NAME   sent to the peers in the handshake (default: none)
 --
