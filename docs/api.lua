@@ -53,7 +53,7 @@ end)]],
       { "core", "table", "The C module `ludx.core`." },
     },
     functions = {
-      { "run(fn: function, ...: any) -> ...: any", "Runs fn as the task \"main\" and drives the loop until it and every task it spawned have ended. Returns fn's results, or nil, message, traceback when fn raised. Inside a task it waits for them instead." },
+      { "run(fn: function, ...: any) -> ...: any", "Runs fn as the task \"main\" and drives the loop until it and every task it spawned have ended. Returns fn's results, or nil, message, traceback when fn raised (an error fn raises while tasks it spawned still run is also written to stderr at once). Inside a task it waits for them instead." },
       { "spawn(name: string, fn: function, ...: any) -> task: ludx.Task", "Starts a named task. An uncaught error ends this task only and is reported on stderr with its name and traceback." },
       { "sleep(ms: number) -> ok: true", "Suspends the current task for ms milliseconds." },
       { "yield() -> ok: true", "Lets the other ready tasks (and the loop's I/O) run, then continues." },
