@@ -111,7 +111,8 @@ local function main(opts, path)
   io.stdout:flush()
   local sig = stop:join()
   log("%s: stopping", sig)
-  s:close({ fast = true })
+  -- unannounce (up to 10 s; a second Ctrl-C ends it at once), then close
+  s:close()
   node:destroy()
   return 0
 end
