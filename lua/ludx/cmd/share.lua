@@ -8,8 +8,9 @@ usage: ludx share [options] PATH
 
 Shares a file or a directory: hashes it (BLAKE2b), announces it on the DHT
 and prints its key, 64 hex characters on a line of their own. Give the key
-to `ludx fetch`. Serves until interrupted (Ctrl-C). Only regular files are
-shared: symbolic links are not followed (they are listed as left out).
+to `ludx fetch`. Serves until Ctrl-C or SIGTERM, then unannounces. Only
+regular files are shared: symbolic links are not followed (they are listed
+as left out).
 
 options:
   --bootstrap H:P,...  DHT bootstrap nodes (default: the public HyperDHT
