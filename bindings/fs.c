@@ -430,10 +430,41 @@ dir_opendir (lua_State *L) {
 // entries of d itself, unsorted, links not followed | nil, msg, code
 // (E2BIG past max entries, default 1048576: a folder someone else fills
 // cannot take all memory).
+// A DIR* held by a userdata, so a Lua error mid-list (out of memory while
+// the entries are pushed) still closes it: __gc closes what is left open.
+static int
+dirstream_gc (lua_State *L) {
+  DIR **box = (DIR **) lua_touserdata(L, 1);
+  if (box != NULL && *box != NULL) {
+    closedir(*box);
+    *box = NULL;
+  }
+  return 0;
+}
+
+static DIR **
+push_dirstream (lua_State *L) {
+  DIR **box = (DIR **) lua_newuserdata(L, sizeof(DIR *));
+  *box = NULL;
+  if (luaL_newmetatable(L, "ludx.fs.dirstream")) {
+    lua_pushcfunction(L, dirstream_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  return box;
+}
+
+static void
+dirstream_close (DIR **box) {
+  closedir(*box);
+  *box = NULL;
+}
+
 static int
 dir_list (lua_State *L) {
   dirh_t *d = check_dir(L);
   lua_Integer max = ludx_opt_integer(L, 2, "max", 1048576, 0, INT32_MAX);
+  DIR **box = push_dirstream(L); // before the fd: no error between open and hold
   int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return push_errno(L, errno);
@@ -443,6 +474,7 @@ dir_list (lua_State *L) {
     close(fd);
     return push_errno(L, e);
   }
+  *box = dp;
   lua_newtable(L);
   lua_Integer n = 0;
   for (;;) {
@@ -451,7 +483,7 @@ dir_list (lua_State *L) {
     if (ent == NULL) {
       if (errno != 0) {
         int e = errno;
-        closedir(dp);
+        dirstream_close(box);
         return push_errno(L, e);
       }
       break;
@@ -460,7 +492,7 @@ dir_list (lua_State *L) {
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
       continue;
     if (n >= max) {
-      closedir(dp);
+      dirstream_close(box);
       lua_pushnil(L);
       lua_pushfstring(L, "more than %d entries", (int) max);
       lua_pushliteral(L, "E2BIG");
@@ -474,7 +506,7 @@ dir_list (lua_State *L) {
     lua_setfield(L, -2, "name");
     lua_rawseti(L, -2, (int) ++n);
   }
-  closedir(dp);
+  dirstream_close(box);
   return 1;
 }
 

@@ -377,7 +377,7 @@ l_socket_stats (lua_State *L) {
 static int
 l_socket_set_linger (lua_State *L) {
   lsock_t *s = check_socket(L, 1);
-  uint32_t max = (uint32_t) ludx_check_integer(L, 2, "max", 0, 65536);
+  uint32_t max = (uint32_t) ludx_check_integer(L, 2, "max", 0, 4096);
   uint32_t ms = (uint32_t) ludx_check_integer(L, 3, "min_ms", 0, 600000);
   int err = udx_socket_set_linger(s->sock, max, ms);
   if (err < 0)

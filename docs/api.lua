@@ -53,7 +53,7 @@ end)]],
       { "core", "table", "The C module `ludx.core`." },
     },
     functions = {
-      { "run(fn: function, ...: any) -> ...: any", "Runs fn as the task \"main\" and drives the loop until it and every task it spawned have ended. Returns fn's results, or nil, message, traceback when fn raised. Inside a task it waits for them instead." },
+      { "run(fn: function, ...: any) -> ...: any", "Runs fn as the task \"main\" and drives the loop until it and every task it spawned have ended. Returns fn's results, or nil, message, traceback when fn raised (an error fn raises while tasks it spawned still run is also written to stderr at once). Inside a task it waits for them instead." },
       { "spawn(name: string, fn: function, ...: any) -> task: ludx.Task", "Starts a named task. An uncaught error ends this task only and is reported on stderr with its name and traceback." },
       { "sleep(ms: number) -> ok: true", "Suspends the current task for ms milliseconds." },
       { "yield() -> ok: true", "Lets the other ready tasks (and the loop's I/O) run, then continues." },
@@ -188,7 +188,7 @@ assert(a:write("secret"))
 print(b:read(), b.remote_public_key == a.public_key)]],
     fields = { { "MAX_WRITE", "integer", "The largest single write (one frame)." } },
     functions = {
-      { "wrap(raw: table, opts: table) -> stream: ludx.secretstream.Stream", "Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern (\"XX\" or \"IK\"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives), messages (true: keep frame boundaries for recv_message from the start)." },
+      { "wrap(raw: table, opts: table) -> stream: ludx.secretstream.Stream", "Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern (\"XX\" or \"IK\"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives), messages (true: keep frame boundaries for recv_message from the start), read_highwater (bytes of unread plaintext, 64 more per buffered frame, before the reader stops pulling raw bytes; default 4 MiB)." },
       { "keypair(seed?: string) -> keypair: table", "An Ed25519 key pair {public_key (32 bytes), secret_key (64 bytes)}; from a 32-byte seed when given." },
     },
     classes = {
@@ -236,10 +236,13 @@ batch) or is over max_message_size ends the mux and destroys the stream
 (EPROTO, EMSGSIZE). Caps (options of `from`, defaults in DEFAULTS):
 max_channels (256, remote channels open or pending; more are rejected),
 max_message_size (4 MiB), max_queued (256 messages per channel) and
-max_buffered (4 MiB over the mux) before the reader stops reading (the
+max_buffered (4 MiB over the mux, with the handshakes of opens waiting
+for a pair handler) before the reader stops reading (the
 backpressure reaches the stream and the remote), max_name_size (1024 bytes
 of a protocol name or id), max_write_buffer (1 MiB queued for the stream
-before send waits). A reader that stops on a full channel stops the whole
+before send waits), max_control_buffer (64 KiB of our replies, the rejects,
+queued before the reader waits: a peer that floods opens and reads nothing
+stops there). A reader that stops on a full channel stops the whole
 mux, as protomux's pause does: read every channel you open, or give its
 types on_message.]],
     example = [[
@@ -255,19 +258,19 @@ mux:pair({ protocol = "chat/1" }, function(id)    -- the remote opened first
   local c = mux:channel({ protocol = "chat/1", id = id, handshake = compact.string })
   c:open("hi")
 end)]],
-    fields = { { "DEFAULTS", "table", "The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer)." } },
+    fields = { { "DEFAULTS", "table", "The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer, max_control_buffer)." } },
     functions = {
       { "from(conn: table, opts?: table) -> mux: ludx.protomux.Mux", "The muxer of a stream (with recv_message/send_message, as a SecretStream, not read with read() before): the same one on a second call. Starts its reader task; the mux owns the stream from then on (it ends and destroys it). opts: the caps of DEFAULTS." },
       { "is_mux(v: any) -> yes: boolean", "True for a muxer." },
     },
     classes = {
       { name = "ludx.protomux.Mux", impl = "ludx.protomux:Mux", doc = "One muxer per stream.", methods = {
-          { ":channel(opts: table) -> ch: ludx.protomux.Channel?, err: string?, code: string?", "A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and is open at once." },
+          { ":channel(opts: table) -> ch: ludx.protomux.Channel?, err: string?, code: string?", "A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and opens on the next turn of the loop (protomux's next tick): add message types before then, and what the remote sent meanwhile reaches them." },
           { ":pair(key: table, fn: function)", "fn(id) runs in a task when the remote opens {protocol, id} (id nil: any id) first; a channel made while it runs is paired, else the open is rejected." },
           { ":unpair(key: table)", "Removes a pair handler." },
           { ":opened(key: table) -> yes: boolean", "True while a channel of {protocol, id} is open here." },
           { ":get_last_channel(key: table) -> ch: ludx.protomux.Channel?", "The last channel of {protocol, id} opened here." },
-          { ":is_idle() -> yes: boolean", "True when no channel id is in use." },
+          { ":is_idle() -> yes: boolean", "True when no channel id is in use (an id closed before the remote answered our open stays in use until it does)." },
           { ":channels() -> iter: function", "Iterates the channels." },
           { ":channel_list() -> list: ludx.protomux.Channel[]", "The channels, as a list." },
           { ":cork()", "Batches every message and open/close from now until the matching uncork into one batch frame." },
@@ -407,12 +410,12 @@ print(conn:read())                                --> hi]],
           { ":server(handler: function, opts?: table) -> server: ludx.dht.Server", "A server: handler(conn) runs as a task for each connection (conn is a SecretStream). opts.firewall(remote_public_key, payload, address) -> true refuses a client. Caps against handshake floods (see ludx.dht.server): opts.max_handshakes (250 a second), max_handshakes_per_source (16 a second), max_pending (256 waiting for their client), max_pending_per_source (8), max_punchers (32 puncher sockets). opts.resume = false: no careful resume from the node's store." },
           { ":connect(public_key: string, opts?: table) -> conn: ludx.secretstream.Stream?, err: string?, code: string?", "Connects to the server with this key, through the DHT (relayed handshake, holepunching when needed). Returns once the server holds the connection (its header arrived). opts: keypair, timeout, relay_addresses, resume (false: start as with a stranger, whatever the node remembers)." },
           { ":destroy() -> ok: true", "Ends everything now: the servers stop (no unannounce), every connection made through the node (client and server side, connecting or open) is closed so its tasks end and its reads and writes fail at once, the sockets close, waiters get \"NODE_DESTROYED\". Server handler tasks see their connection fail (they are not cancelled). Idempotent. After it, ludx.run returns once the caller's own tasks end." },
-          { ":close(timeout?: number) -> ok: true", "The graceful end: the servers unannounce (together, each up to timeout ms, default 10 s), then destroy. Idempotent." },
+          { ":close(timeout?: number) -> ok: true", "The graceful end: the servers unannounce (together, each up to timeout ms, default 10 s), then destroy. Idempotent: a second close returns once the node is destroyed; destroy meanwhile ends the unannounce wait at once." },
           { ":raw() -> node: table", "The callback-style node underneath (ludx.dht.hyperdht)." },
         } },
       { name = "ludx.dht.Server", doc = "A server announced under its key pair.", methods = {
-          { ":listen(keypair?: table, timeout?: number) -> " .. E, "Announces the server under H(public_key); returns once the first announce round is done." },
-          { ":close(opts?: table) -> ok: true", "Stops announcing and refuses new clients (opts.fast skips the unannounce round trip; opts.timeout bounds it, default 10000 ms). Open connections stay (node:destroy ends them). Idempotent." },
+          { ":listen(keypair?: table, timeout?: number) -> " .. E, "Announces the server under H(public_key); returns once the first announce round is done. On a closed server, or when close/destroy comes first: nil, \"server closed\", \"SERVER_CLOSED\" (at once)." },
+          { ":close(opts?: table) -> ok: true", "Stops announcing and refuses new clients (opts.fast skips the unannounce round trip; opts.timeout bounds it, default 10000 ms). Open connections stay (node:destroy ends them). Idempotent: a second close waits for the first one's end; destroy meanwhile ends its unannounce wait." },
           { ":destroy() -> ok: true", "As close without the unannounce round trip." },
           { ":address() -> address: table?", "{public_key, host, port}." },
         } },

@@ -1,8 +1,12 @@
--- A topic chat on ludx.swarm: everyone who joins the same room talks to
--- everyone else; each line typed goes to every peer.
+-- A topic chat on ludx.swarm + ludx.protomux: everyone who joins the same
+-- room talks to everyone else; each line typed goes to every peer.
 --
 --   ludx examples/chat.lua --bootstrap H:P [ROOM]   joins ROOM (default "lobby")
 --   ludx examples/chat.lua                          two peers here, on a local DHT
+--
+-- A Node peer in the same room (npm hyperswarm 4 + protomux 3, as installed
+-- for the interop tests by `make node-deps`):
+--   NODE_PATH=spec/interop/node_modules node examples/node/chat.js --bootstrap H:P [ROOM]
 --
 --   --nick NAME   sent to the peers in the handshake (default: none)
 --
@@ -13,7 +17,7 @@
 -- nickname, or empty) and it has one message type, a compact-encoding string:
 -- one chat line, without its newline. A receiver keeps at most 64 KiB of a
 -- line; a frame much longer ends the connection. Closing the channel leaves
--- the chat with that peer. Ctrl-D (end of input) leaves.
+-- the chat with that peer. Ctrl-D (end of input), Ctrl-C or SIGTERM leaves.
 local ludx = require "ludx"
 local dht = require "ludx.dht"
 local swarm = require "ludx.swarm"
@@ -119,12 +123,20 @@ local function main()
     mux:destroy()
     show(who .. " left")
   end)
+  -- leave at the end of input (Ctrl-D), on Ctrl-C or on SIGTERM: unannounce,
+  -- close, exit 0
+  local stop = ludx.queue()
+  local signals = ludx.spawn("stop", function() stop:put(ludx.signal({ "SIGINT", "SIGTERM" })) end)
   local typist = stdin.watch(function(line)
     for ch in pairs(peers) do say(ch, line) end
-  end, function() end)
+  end, function() stop:put("end of input") end)
+  ludx.yield() -- the signal wait is in place before anyone can see us join
   sw:join(topic)
   show("joined " .. room .. " as " .. short(sw.keypair.public_key))
-  typist:join() -- until end of input
+  local why = stop:get()
+  if why ~= "end of input" then io.stderr:write("chat: ", why, ", leaving\n") end
+  signals:cancel()
+  typist:cancel()
   sw:close(5000)
 end
 

@@ -73,20 +73,25 @@ local function main()
 
   if role == "server" then
     local host, port = words[2]:match("^(.*):(%d+)$")
+    -- until Ctrl-C or SIGTERM, waited for from before the key is printed
+    -- (whoever reads it may signal at once); then unannounce, close, exit
+    local stop = ludx.spawn("stop", ludx.signal, { "SIGINT", "SIGTERM" })
     local key, server = serve(node, host, tonumber(port))
+    ludx.yield()
     print(crypto.hex(key))
     io.stdout:flush()
-    -- until Ctrl-C or SIGTERM; then unannounce, close and exit
-    ludx.signal({ "SIGINT", "SIGTERM" })
+    stop:join()
     server:close()
     node:destroy()
     return
   elseif role == "client" then
+    local stop = ludx.spawn("stop", ludx.signal, { "SIGINT", "SIGTERM" })
     local listener = listen(node, crypto.unhex(words[2]), tonumber(words[3]))
+    ludx.yield()
     local _, port = listener:address()
     print("127.0.0.1:" .. port)
     io.stdout:flush()
-    ludx.signal({ "SIGINT", "SIGTERM" })
+    stop:join()
     listener:close()
     node:destroy()
     return

@@ -63,11 +63,13 @@ describe("examples", function()
     assert(alice:expect(b_key .. ": hi alice", 20000, true))
     alice:write("hi bob\n")
     assert(bob:expect(a_key .. ": hi bob", 20000, true))
-    bob:close_stdin() -- bob leaves
+    bob:close_stdin() -- bob leaves at the end of his input
     assert(alice:expect(b_key .. " left", 20000, true))
     assert.are.equal(0, bob:wait(20000))
-    alice:close_stdin()
-    assert.are.equal(0, alice:wait(20000))
+    alice:kill("SIGTERM") -- alice leaves on a signal: closes, exits 0
+    local status, sig = alice:wait(20000)
+    assert.are.same({ 0, 0 }, { status, sig or 0 })
+    assert(alice:stderr():find("chat: SIGTERM, leaving", 1, true), alice:stderr())
     bob:close()
     alice:close()
     stop(tn)

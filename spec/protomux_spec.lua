@@ -209,12 +209,153 @@ describe("protomux", function()
     assert(mb:channel({ protocol = "new/1", aliases = { "old/1" } })) -- registers the alias
     mb:pair({ protocol = "old/1" }, function()
       local al = assert(mb:channel({ protocol = "new/1", aliases = { "old/1" } }))
-      got:put(al.is_open)
+      got:put(al:opened(5000))
     end)
     local old = assert(ma:channel({ protocol = "old/1" }))
     assert(old:open())
     assert.is_true(got:get(5000))
     ma:destroy()
+    mb:destroy()
+  end))
+
+  it("a channel paired in the handler may add message types before it opens; early messages reach them", run(function()
+    local x, y = ss_pair()
+    local ma, mb = protomux.from(x), protomux.from(y)
+    local got = ludx.queue()
+    mb:pair({ protocol = "late/1" }, function()
+      -- as a protomux user writes it: createChannel, then addMessage, then open
+      local ch = assert(mb:channel({ protocol = "late/1", handshake = compact.string }))
+      assert.are.equal(1, ch:add_message(compact.string))
+      assert.are.equal(2, ch:add_message(compact.uint))
+      assert(ch:open("late"))
+      got:put(ch)
+    end)
+    local a = assert(ma:channel({ protocol = "late/1", handshake = compact.string, messages = { compact.string, compact.uint } }))
+    assert(a:open("early"))
+    for i = 1, 20 do
+      assert(a:send(1, "early " .. i))
+      assert(a:send(2, i))
+    end
+    local b = got:get(5000)
+    assert.are.equal("early", b:opened(5000))
+    for i = 1, 20 do
+      assert.are.same({ 1, "early " .. i }, { b:recv(5000) })
+      assert.are.same({ 2, i }, { b:recv(5000) })
+    end
+    assert.are.equal("late", a:opened(5000))
+    -- the remote closes a paired channel before it fully opened: it closes here too
+    local shut = ludx.queue()
+    mb:pair({ protocol = "shut/1" }, function()
+      local ch = assert(mb:channel({ protocol = "shut/1" }))
+      shut:put(ch)
+    end)
+    local s = assert(ma:channel({ protocol = "shut/1", messages = { compact.uint } }))
+    assert(s:open())
+    assert(s:send(1, 1))
+    local sb = shut:get(5000)
+    assert(s:close())
+    assert(sb:closed_wait(5000))
+    assert.are.equal(0, mb:stats().buffered) -- what waited for it was let go
+    ma:destroy()
+    mb:destroy()
+  end))
+
+  it("is_idle: an id closed before the remote answered stays in use until the answer", run(function()
+    local x, y = ss_pair()
+    local ma, mb = protomux.from(x), protomux.from(y)
+    assert.is_true(ma:is_idle())
+    local a = assert(ma:channel({ protocol = "nobody/1" })) -- mb has no pair handler: it rejects
+    assert(a:open())
+    assert(a:close())
+    assert.is_false(ma:is_idle()) -- protomux: _local.length ~= _free.length until the reject
+    local deadline = ludx.now() + 5000
+    while not ma:is_idle() and ludx.now() < deadline do ludx.sleep(5) end
+    assert.is_true(ma:is_idle())
+    -- the freed id is reused
+    local b = assert(ma:channel({ protocol = "nobody/1" }))
+    assert(b:open())
+    assert.are.equal(1, b.local_id)
+    ma:destroy()
+    mb:destroy()
+  end))
+
+  it("a remote that reads nothing stops ch:send at max_write_buffer (backpressure through the stream)", run(function()
+    local a, b = pipe.pair({ highwater = 4096 })
+    local x = secretstream.wrap(a, { initiator = true })
+    local y = secretstream.wrap(b, { initiator = false })
+    assert(x:ready(5000))
+    assert(y:ready(5000))
+    local mux = protomux.from(x, { max_write_buffer = 64 * 1024 })
+    local ch = assert(mux:channel({ protocol = "p", messages = { compact.buffer } }))
+    assert(ch:open())
+    local chunk, sent, total = string.rep("s", 4096), 0, 2000 -- 8 MB if nothing stopped it
+    local sender = ludx.spawn("sender", function()
+      for _ = 1, total do
+        assert(ch:send(1, chunk))
+        sent = sent + 1
+      end
+      return true
+    end)
+    while sender.waiting ~= "protomux send" and sent < total do ludx.sleep(5) end
+    assert.is_true(sent < total, tostring(sent))
+    assert.is_true(mux:stats().write_buffered <= 64 * 1024 + 4200, tostring(mux:stats().write_buffered))
+    print(string.format("protomux send backpressure: %d of %d messages of 4 KiB sent before the stall, %d B queued",
+      sent, total, mux:stats().write_buffered))
+    -- reading lets it finish, every message in order
+    assert(y:recv_message(5000)) -- our open
+    for _ = 1, total do
+      local m = assert(y:recv_message(20000))
+      assert.are.equal(4096 + 5, #m) -- channel id, type, length (3 bytes), bytes
+    end
+    assert(sender:join(20000))
+    mux:destroy()
+    y:close()
+  end, 60000))
+
+  it("on_open, on_close, on_destroy in protomux's order; opened, get_last_channel, channels, user_data", run(function()
+    local x, y = ss_pair()
+    local ma, mb = protomux.from(x), protomux.from(y)
+    local log = {}
+    local function cbs(name)
+      return {
+        protocol = "cb/1", handshake = compact.string, user_data = name,
+        on_open = function(hs, ch) log[#log + 1] = name .. " open " .. hs .. " " .. ch.user_data end,
+        on_close = function(is_remote, ch) log[#log + 1] = name .. " close " .. tostring(is_remote) .. " " .. ch.user_data end,
+        on_destroy = function(ch) log[#log + 1] = name .. " destroy " .. ch.user_data end,
+      }
+    end
+    local key = { protocol = "cb/1" }
+    assert.is_false(ma:opened(key))
+    assert.is_nil(ma:get_last_channel(key))
+    local a = assert(ma:channel(cbs("a")))
+    local b = assert(mb:channel(cbs("b")))
+    assert(a:open("from a"))
+    assert(b:open("from b"))
+    assert.are.equal("from b", a:opened(5000))
+    assert.are.equal("from a", b:opened(5000))
+    assert.is_true(ma:opened(key))
+    assert.are.equal(a, ma:get_last_channel(key))
+    local list = {}
+    for ch in ma:channels() do list[#list + 1] = ch end
+    assert.are.same({ a }, list)
+    assert(a:close())
+    assert(b:closed_wait(5000))
+    assert.is_false(ma:opened(key))
+    assert.is_nil(ma:get_last_channel(key))
+    local opens = { log[1], log[2] } -- either side may open first
+    table.sort(opens)
+    assert.are.same({ "a open from b a", "b open from a b" }, opens)
+    assert.are.same({ "a close false a", "a destroy a", "b close true b", "b destroy b" }, { unpack(log, 3) })
+    -- destroying the mux closes its channels as a remote close, and the stream
+    local c = assert(ma:channel(cbs("c")))
+    assert(c:open("again"))
+    log = {}
+    ma:destroy()
+    assert.are.same({ "c close true c", "c destroy c" }, log)
+    local ok, _, code = c:recv(0)
+    assert.is_nil(ok)
+    assert.are.equal("ECANCELED", code)
+    assert.is_true(x.closed)
     mb:destroy()
   end))
 
@@ -393,7 +534,7 @@ describe("protomux against a hostile peer", function()
       return true
     end)
     reader_stopped(mux)
-    assert.is_true(mux.buffered <= 4 * 66)
+    assert.is_true(mux.buffered <= 4 * 66 + 64) -- 4 messages and the kept (empty) handshake
     release:put(true) -- the handler ends without a channel: rejected
     assert.are.equal("000201", hex(assert(y:recv_message(5000))))
     assert(sender:join(5000))
@@ -403,10 +544,77 @@ describe("protomux against a hostile peer", function()
     y:close()
   end))
 
-  it("a peer that floods opens and reads no rejects stops our reader (the replies stay bounded)", run(function()
+  it("handshakes of opens waiting for a slow pair handler count against max_buffered", run(function()
+    local mux, y = hostile({ max_buffered = 64 * 1024 })
+    local release = ludx.queue()
+    mux:pair({ protocol = "p" }, function() release:get() end) -- a handler that waits
+    local big = compact.encode(compact.buffer, string.rep("h", 30000))
+    local sender = ludx.spawn("opens", function()
+      for id = 1, 20 do
+        if not y:send_message(open_frame(id, "p") .. big) then return end
+      end
+      return true
+    end)
+    -- the reader stops once the kept handshakes pass max_buffered, not after all 20 opens
+    local deadline = ludx.now() + 20000
+    while mux.reader_task.waiting ~= "protomux reader backpressure" and mux:stats().remote_channels < 20
+      and ludx.now() < deadline do
+      ludx.sleep(5)
+    end
+    local s = mux:stats()
+    assert.is_true(s.remote_channels <= 3, tostring(s.remote_channels))
+    assert.is_true(s.buffered <= 64 * 1024 + 30100, tostring(s.buffered))
+    -- the handlers end without a channel: every open is rejected, nothing stays counted
+    for _ = 1, 20 do release:put(true) end
+    for id = 1, 20 do
+      assert.are.equal("0002" .. string.format("%02x", id), hex(assert(y:recv_message(5000))))
+    end
+    assert(sender:join(5000))
+    assert.are.equal(0, mux:stats().buffered)
+    assert.are.equal(0, mux:stats().remote_channels)
+    mux:destroy()
+    y:close()
+  end))
+
+  it("a batch of many opens that reads no rejects: the replies stay bounded inside one frame too", run(function()
     local a, b = pipe.pair({ highwater = 4096 })
     local x = secretstream.wrap(a, { initiator = true })
     local y = secretstream.wrap(b, { initiator = false })
+    local mux = protomux.from(x, { max_control_buffer = 16 * 1024 })
+    -- one batch frame of 100000 opens (each rejected: no pair handler)
+    local w = compact.writer():uint(0):uint(0):uint(0)
+    for id = 1, 100000 do
+      local m = open_frame(id, "p"):sub(2) -- type 1 and the open, without channel 0
+      w:buffer(m)
+    end
+    local frame = w:finish()
+    assert.is_true(#frame < protomux.DEFAULTS.max_message_size)
+    assert(y:send_message(frame, 20000))
+    local peak = 0
+    local deadline = ludx.now() + 60000
+    while mux.reader_task.waiting ~= "protomux reader (replies not sent)" and mux:stats().rejected < 100000
+      and ludx.now() < deadline do
+      peak = math.max(peak, mux.ctl_bytes)
+      ludx.sleep(5)
+    end
+    peak = math.max(peak, mux.ctl_bytes)
+    -- 100000 rejects are about 400 KB: the reader waits at max_control_buffer instead
+    assert.is_true(peak <= 16 * 1024 + 16, tostring(peak))
+    assert.is_true(mux:stats().rejected < 100000)
+    mux:destroy()
+    y:close()
+  end, 120000))
+
+  it("a peer that floods opens and reads no rejects stops our reader (the replies stay bounded)", run(function()
+    local a, b = pipe.pair({ highwater = 4096 })
+    -- 64 KiB read buffers, not 4 MiB: with those both ends hold 60,000
+    -- frames before the flood stops (over 180 s under ASan at load 10)
+    local x = secretstream.wrap(a, { initiator = true, read_highwater = 65536 })
+    local y = secretstream.wrap(b, { initiator = false, read_highwater = 65536 })
+    -- the flood goes through the pipe, not y's pre-handshake queue (1 MiB of
+    -- plaintext: 3.3 MB of open frames at once)
+    assert(x:ready(5000))
+    assert(y:ready(5000))
     local mux = protomux.from(x)
     local sent = 0
     local flood = ludx.spawn("flood", function()

@@ -233,10 +233,59 @@ describe("the REPL shows objects and errors briefly", function()
     bye(p, home)
   end, 60000))
 
+  it("prints every public object kind in one line, binary strings as hex", run(function()
+    local p, home = start_repl()
+    -- what an expression prints: the one line between its echo and the prompt
+    local function value(input)
+      local out = line(p, input)
+      local v = out:match("\r\n([^\r\n]*)\r\n\r> $")
+      assert(v, "not one line: " .. out)
+      return v
+    end
+    line(p, "udx = require 'ludx.udx'; tcp = require 'ludx.tcp'; dht = require 'ludx.dht'")
+    line(p, "q = ludx.queue(4); q:put(1)")
+    assert.matches("^<queue 1 items, limit 4, 0 getting, 0 putting>$", value("q"))
+    assert.matches("^task %d+ 'idle' %(waiting%)$", value("ludx.spawn('idle', function() ludx.sleep(1e6) end)"))
+    assert.matches("^<timer due in %d+ ms>$", value("ludx.after(1e6, function() end)"))
+    line(p, "pr = require('ludx.process').spawn('/bin/cat', {})")
+    assert.matches("^<process %d+ /bin/cat running>$", value("pr"))
+    line(p, "pr:close()")
+    line(p, "srv = tcp.listen('127.0.0.1', 0)")
+    assert.matches("^<tcp server 127%.0%.0%.1:%d+ listening>$", value("srv"))
+    assert.matches("^<tcp connection .*>$", value("tcp.connect('127.0.0.1', (select(2, srv:address())))"))
+    -- keys are binary: hex, never raw bytes
+    local kp = line(p, "require('ludx.secretstream').keypair(string.rep('k', 32))")
+    assert.matches("public_key = <32 bytes %x+>", kp)
+    assert.matches("secret_key = <64 bytes %x+%.%.%.>", kp)
+    assert.is_nil(kp:find("[\128-\255]"), kp)
+    line(p, "tn = dht.testnet(2)")
+    assert.matches("^<dht node 127%.0%.0%.1:%d+ id %x+%.%.%., key %x+%.%.%., persistent, ready, %d+ nodes>$",
+      value("tn.nodes[1]"))
+    line(p, "n = dht.new({ bootstrap = tn.bootstrap }); n:ready()")
+    line(p, "ds = n:server(function(c) c:write('hi'); c:read() end); ds:listen()")
+    assert.matches("^<dht server key %x+%.%.%., listening, %d+ connections>$", value("ds"))
+    line(p, "c = n:connect(ds:address().public_key)")
+    assert.matches("^<secretstream initiator ready, key %x+%.%.%., remote %x+%.%.%., over <udx stream %d+ %-> %d+ at .*>>$",
+      value("c"))
+    assert.matches("^<protomux .*>$", value("require('ludx.protomux').from(c)"))
+    line(p, "sw = require('ludx.swarm').new({ bootstrap = tn.bootstrap })")
+    assert.matches("^<swarm key %x+%.%.%., open, 0 connections, 0 peers>$",
+      value("sw"))
+    -- an object without a __tostring of its own: its public fields, one line
+    assert.matches("^<object { .* }>$", value("n:lookup(string.rep('a', 32))"))
+    -- a long string is cut
+    assert.matches('^"x+"%.%.%. %(5000 bytes%)$', value("string.rep('x', 5000)"))
+    line(p, "sw:destroy(); c:destroy(); n:destroy(); tn:destroy()")
+    bye(p, home)
+  end, 120000))
+
   it("errors keep their position; tracebacks drop the REPL's frames", run(function()
     local p, home = start_repl()
     p:write("error('boom')\r")
     expect(p, "stdin:1: boom")
+    -- an error that is a table shows its fields
+    p:write("error({ code = 'EX' })\r")
+    expect(p, 'error: { code = "EX" }')
     p:write("function deep() error('deeper') end\r")
     expect(p, "\n\r> ")
     p:write("deep()\r")
@@ -247,6 +296,13 @@ describe("the REPL shows objects and errors briefly", function()
     assert.is_nil(out:find("[builtin#", 1, true), out)
     assert.is_nil(out:find("repl.lua", 1, true), out)
     assert.is_nil(out:find("init.lua", 1, true), out)
+    -- a task started at the prompt that fails: its report has no [builtin#N] either
+    p:write("ludx.spawn('bad', function() ludx.sleep(1); error('task boom') end)\r")
+    out = expect(p, "task boom")
+    out = out .. expect(p, "in function <stdin:1>")
+    p:write("ludx.sleep(20)\r")
+    out = out .. expect(p, "\n\r> ")
+    assert.is_nil(out:find("[builtin#", 1, true), out)
     bye(p, home)
   end, 60000))
 
@@ -389,6 +445,9 @@ require("ludx.stdin").watch(function() end, function() srv.close() end)
     expect(p, "\n41\r\n")
     p:write("error('boom')\r")
     expect(p, "stdin:1: boom")
+    -- an error that is a table shows its fields
+    p:write("error({ code = 'EX' })\r")
+    expect(p, 'error: { code = "EX" }')
     -- Ctrl-C stops a line running over there
     p:write("print('sleeping') ludx.sleep(600000)\r")
     expect(p, "\nsleeping")

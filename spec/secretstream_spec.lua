@@ -505,6 +505,47 @@ describe("secretstream misuse", function()
   end))
 end)
 
+describe("secretstream read_highwater", function()
+  it("bounds what a peer's unread frames hold (bytes plus 64 per frame), and the rest waits in the raw stream", run(function()
+    local x, y = pair(nil, { initiator = false, read_highwater = 16384 }, { highwater = 4096 })
+    assert(x:ready(5000))
+    assert(y:ready(5000))
+    local sent = 0
+    local flood = ludx.spawn("flood", function()
+      for i = 1, 100000 do
+        if not x:send_message(string.rep("m", 100), 200) then break end
+        sent = i
+      end
+      return true
+    end)
+    assert(flood:join(60000))
+    assert.is_true(sent < 100000, sent)
+    -- 16 KiB at 100 + 64 per frame: about 100 frames buffered, not 4 MiB worth
+    local entries = y.rtail - y.rhead + 1
+    assert.is_true(entries <= 16384 / 164 + 16, tostring(entries)) -- + one raw read's frames
+    -- nothing is lost: every frame sent is read, in order
+    for _ = 1, sent do assert.are.equal(string.rep("m", 100), y:recv_message(5000)) end
+    assert.has_error(function() secretstream.wrap(pipe.pair(), { initiator = true, read_highwater = 0 }) end)
+    x:close()
+    y:close()
+  end, 90000))
+
+  it("holds within a large raw read too: frames that came in one chunk are taken one by one", run(function()
+    local x, y, _, b = pair(nil, { initiator = false, read_highwater = 16384 })
+    -- queued before the handshake, then sent in one raw write: 500 KB at once
+    for _ = 1, 5000 do assert(x:send_message(string.rep("m", 100))) end
+    assert(x:ready(5000))
+    assert(y:ready(5000))
+    assert.are.equal(string.rep("m", 100), y:recv_message(5000))
+    local entries = y.rtail - y.rhead + 1
+    assert.is_true(entries <= 16384 / 164 + 16, tostring(entries)) -- was all 5,000 of the chunk
+    assert.is_true(b.bytes > 0) -- the rest waits in the raw stream, or in the framer's one read
+    for _ = 2, 5000 do assert.are.equal(string.rep("m", 100), y:recv_message(5000)) end
+    x:close()
+    y:close()
+  end, 90000))
+end)
+
 describe("secretstream keep-alives", function()
   it("are sent when idle and dropped on receipt", run(function()
     local x, y = pair({ initiator = true, keepalive = 15 }, { initiator = false })

@@ -122,14 +122,28 @@ describe("ludx.signal", function()
     local tn = assert(process.spawn(H.ludx_bin, { "dht", "testnet" }))
     local bs = assert(tn:read_line(20000))
     local echo = assert(process.spawn(H.ludx_bin, { H.root .. "/examples/echo.lua", "--bootstrap", bs, "server" }))
-    assert(echo:read_line(30000)) -- its key: it listens, and waits for a signal
+    local echo_key = assert(echo:read_line(30000)) -- it listens, and waits for a signal
     local dir = os.tmpname()
     local f = assert(io.open(dir, "w"))
     f:write("shared\n")
     f:close()
     local share = assert(process.spawn(H.ludx_bin, { "share", "--bootstrap", bs, dir }))
-    assert(share:read_line(30000))
+    local share_key = assert(share:read_line(30000))
+    -- a node of ours sees each key announced before the signal and gone after
+    local dht = require "ludx.dht"
+    local crypto = require "ludx.crypto"
+    local node = assert(dht.new({ bootstrap = bs, host = "127.0.0.1", port = 0 }))
+    assert(node:ready(30000))
+    local function announced(hex)
+      local n = 0
+      for r in assert(node:find_peer(crypto.unhex(hex), 30000)) do
+        if r.peer then n = n + 1 end
+      end
+      return n
+    end
+    local keys = { [echo] = echo_key, [share] = share_key:match("%x+") }
     for _, p in ipairs({ echo, share }) do
+      assert.is_true(announced(keys[p]) > 0)
       assert(p:kill("SIGTERM"))
       while p:read(30000) do end -- to the end of its output
       local status, sig = p:wait(30000)
@@ -137,8 +151,10 @@ describe("ludx.signal", function()
       assert.are.equal(0, status, err)
       assert.is_true(sig == nil or sig == 0, "killed by signal " .. tostring(sig) .. ": " .. err)
       assert.matches("SIGTERM", err)
+      assert.are.equal(0, announced(keys[p]), p == echo and "echo still announced" or "share still announced")
       p:close()
     end
+    node:destroy()
     os.remove(dir)
     tn:kill("SIGINT")
     tn:wait(20000)

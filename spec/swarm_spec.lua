@@ -350,6 +350,37 @@ describe("ludx.swarm", function()
     tn:destroy()
   end, 90000))
 
+  it("max_peers and max_client_connections cap the dials a client makes", run(function()
+    local tn = assert(dht.testnet(4))
+    local topic = dht.hash("swarm spec caps")
+    local servers = {}
+    for i = 1, 4 do
+      local s = new_swarm(tn, { keypair = dht.keypair(seed(40 + i)) })
+      s:on_connection(function(conn) while conn:read() do end end)
+      assert(s:join(topic, { server = true, client = false }):flushed(20000))
+      servers[i] = s
+    end
+    local by_peers = new_swarm(tn, { keypair = dht.keypair(seed(50)), max_peers = 2 })
+    local by_client = new_swarm(tn, { keypair = dht.keypair(seed(51)), max_client_connections = 1 })
+    for _, c in ipairs({ by_peers, by_client }) do
+      c:on_connection(function(conn) while conn:read() do end end)
+      assert(c:join(topic, { server = false, client = true }):flushed(20000))
+      assert(c:flush(20000))
+    end
+    eventually(function() return count(by_peers.connections) == 2 and count(by_client.connections) == 1 end,
+      "the caps' connections")
+    -- four servers were found, the rest stay queued: no more dials start
+    assert.equals(4, count(by_peers.peers))
+    assert.equals(0, by_peers:stats().connecting)
+    assert.equals(0, by_client:stats().connecting)
+    assert.equals(2, count(by_peers.connections))
+    assert.equals(1, count(by_client.connections))
+    by_peers:destroy()
+    by_client:destroy()
+    for _, s in ipairs(servers) do s:destroy() end
+    tn:destroy()
+  end, 90000))
+
   it("max_server_connections refuses clients past the cap at the handshake", run(function()
     local tn = assert(dht.testnet(4))
     local a = new_swarm(tn, { max_server_connections = 2 })

@@ -253,6 +253,23 @@ describe("long-running services", function()
     return collectgarbage("count")
   end
 
+  it("a ludx.run whose function fails while its tasks live says so at once, not when they end", run(function()
+    -- the nested run cannot return before "bg" ends: its error must not wait
+    local out, err, status = H.ludx({ "-e", [[
+      local ok, msg = ludx.run(function()
+        ludx.spawn("bg", function() ludx.sleep(20) io.stderr:write("bg done\n") end)
+        error("boom")
+      end)
+      io.stderr:write("returned ", tostring(ok), " ", tostring(msg), "\n")
+    ]] })
+    assert.are.equal(0, status, err)
+    assert.are.equal("", out)
+    local said, bg = err:find("failed; run returns once its 1 other task(s) end: (command line):3: boom", 1, true), err:find("bg done", 1, true)
+    assert.is_truthy(said, err)
+    assert.is_true(said < bg, err)
+    assert.matches("returned nil %(command line%):3: boom\n$", err)
+  end))
+
   it("finished tasks are freed without anyone calling ludx.tasks()", run(function()
     local N = 50000
     -- warm up the tables that grow once

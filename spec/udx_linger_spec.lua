@@ -169,6 +169,8 @@ describe("udx linger", function()
     assert.are.equal(3, st.linger_records)
     assert.are.equal(1, st.linger_evicted)
     assert.are.equal(0, b:stats().linger_records) -- turned off there
+    -- every datagram for no live stream is checked against each record: few
+    assert.has_error(function() a:set_linger(4097, 2000) end)
     -- the hostile peer (it owns b's address: a raw socket cannot, so it
     -- speaks from b's socket) resends an END to every record many times
     local acks0 = st.linger_acks

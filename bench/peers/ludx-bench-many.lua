@@ -3,6 +3,14 @@
 -- The same options and lines as udx-bench-many.js: stream i (from 0) is id
 -- 1+2i on the sender and 2+2i on the receiver, each carries bytes/N, and the
 -- hash is BLAKE2b-512 of the per-stream BLAKE2b-512 hex digests in order.
+-- ludx-only options: trace (ms between samples, 0 = every 10 ms for the
+-- median RTT only) and traceFile (where the sender writes its samples, JSON
+-- lines): one sample of the streams together each time, with the fields of
+-- Stream:trace_take() (t_ms, delivered, cwnd, pacing_rate, rtt_ms,
+-- min_rtt_ms, inflight, max_payload) plus streams = N and delivered_bytes:
+-- delivered, cwnd, inflight and pacing_rate are sums over the streams,
+-- rtt_ms is the median smoothed RTT of the streams with packets in flight,
+-- min_rtt_ms the lowest.
 local ludx = require "ludx"
 local udx = require "ludx.udx"
 local json = require "ludx.json"
@@ -12,6 +20,7 @@ local core = ludx.core
 local DEFAULTS = {
   role = "send", bytes = 100 * 1024 * 1024, chunk = 65536, seed = 1, streams = 100, hash = "after",
   host = "127.0.0.1", port = 0, remoteHost = "127.0.0.1", remotePort = 0, timeoutMs = 120000, watchStdin = true,
+  trace = 0, traceFile = "",
 }
 
 local function emit(obj)
@@ -28,6 +37,41 @@ local function combine(hashes)
   local h = core.hasher()
   for _, x in ipairs(hashes) do h:update(x) end
   return h:hex()
+end
+
+-- One trace sample of all the streams together (see the header). acked
+-- keeps each stream's payload bytes acknowledged so far: its packets since
+-- the last sample times its payload size now (MTU probing changes it).
+local function sample_streams(streams, acked)
+  local agg = { t_ms = ludx.now(), streams = #streams, delivered = 0, delivered_bytes = 0, cwnd = 0, inflight = 0,
+    pacing_rate = 0, max_payload = 0 }
+  local rtts, min_rtt = {}, nil
+  for i, s in ipairs(streams) do
+    local st = s:stats_struct()
+    local delivered = tonumber(st.delivered)
+    local a = acked[i] or { packets = 0, bytes = 0 }
+    acked[i] = a
+    a.bytes = a.bytes + (delivered - a.packets) * st.max_payload
+    a.packets = delivered
+    agg.delivered = agg.delivered + delivered
+    agg.delivered_bytes = agg.delivered_bytes + a.bytes
+    agg.cwnd = agg.cwnd + st.cwnd
+    agg.inflight = agg.inflight + st.inflight
+    agg.pacing_rate = agg.pacing_rate + tonumber(st.pacing_rate)
+    agg.max_payload = math.max(agg.max_payload, st.max_payload)
+    if st.inflight > 0 and st.rtt_us > 0 then rtts[#rtts + 1] = st.rtt_us / 1000 end
+    if st.min_rtt_us > 0 and (not min_rtt or st.min_rtt_us < min_rtt) then min_rtt = st.min_rtt_us end
+  end
+  table.sort(rtts)
+  agg.rtt_ms = rtts[math.floor((#rtts + 1) / 2)] or 0
+  agg.min_rtt_ms = (min_rtt or 0) / 1000
+  return agg
+end
+
+local function write_trace(path, samples)
+  local f = assert(io.open(path, "w"))
+  for _, sample in ipairs(samples) do f:write(json.encode(sample), "\n") end
+  f:close()
 end
 
 -- Ends every stream at once (a task each) and waits for all the ENDs' acks.
@@ -106,15 +150,19 @@ local function main(argv)
         done_at[i] = core.wallclock()
       end)
     end
-    -- every 10 ms, the smoothed RTT of each stream with packets in flight:
-    -- the median of these is the RTT the streams saw together
-    local rtts, sampling = {}, true
+    -- every 10 ms (or trace ms), the smoothed RTT of each stream with
+    -- packets in flight: the median of these is the RTT the streams saw
+    -- together; with a trace, one sample of the streams together each time
+    local rtts, sampling, samples, acked = {}, true, {}, {}
+    local tracing = o.trace > 0 and o.traceFile ~= ""
     local sampler = ludx.spawn("rtt samples", function()
       while sampling do
-        ludx.sleep(10)
+        ludx.sleep(o.trace > 0 and o.trace or 10)
+        local agg = tracing and sample_streams(streams, acked) or nil
+        if agg then samples[#samples + 1] = agg end
         for _, s in ipairs(streams) do
-          local st = s:stats()
-          if st.inflight > 0 and st.rtt_ms > 0 then rtts[#rtts + 1] = st.rtt_ms end
+          local st = s:stats_struct()
+          if st.inflight > 0 and st.rtt_us > 0 then rtts[#rtts + 1] = st.rtt_us / 1000 end
         end
       end
     end)
@@ -124,6 +172,7 @@ local function main(argv)
     end
     sampling = false
     sampler:join()
+    if tracing then write_trace(o.traceFile, samples) end
     local t1 = core.wallclock()
     -- Jain's fairness index of the streams' rates (bytes / time to flush)
     local sum, sum2 = 0, 0

@@ -60,14 +60,15 @@ return {
       { rate = 20e6, delay_ms = 50, queue = 1000, seed = 4 }, 20 * MB, 2 * MB),
     resumed_case(),
     -- 16 streams of one socket through a bottleneck whose queue is a quarter
-    -- of the BDP (84 datagrams of 1500 bytes; 500 KB BDP): what they take of
+    -- of the BDP in 1500-byte datagrams (84 of them; 500 KB BDP; ludx's MTU
+    -- search makes its datagrams ~2 KB over loopback: about a third): what they take of
     -- the link together (goodput; steady_pct from a quarter to three
     -- quarters of the bytes), Jain's index of their rates (jain) and the
     -- median RTT they saw (rtt_med_ms against 40 ms idle). emu_late_max_ms:
     -- how late the emulator ran (a loaded machine idles the link).
     transfer.case({
       name = "16-streams-shallow",
-      description = "16 streams of one socket, 100 Mbit/s, 40 ms RTT, 84-packet queue (1/4 BDP), {size} in all",
+      description = "16 streams of one socket, 100 Mbit/s, 40 ms RTT, 84-packet queue (1/4 BDP in 1500-byte packets), {size} in all",
       bytes = 64 * MB, quick_bytes = 16 * MB, chunk = 65536, streams = 16,
       systems = { "udx-native -> udx-native", "ludx -> ludx" },
       path = { rate = 100e6, delay_ms = 20, queue = 84, seed = 5 },

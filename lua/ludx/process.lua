@@ -10,6 +10,16 @@ local M = {}
 
 local Proc = {}
 Proc.__index = Proc
+-- One line for the REPL and logs: pid, program, state.
+Proc.__tostring = function(p)
+  local state = "running"
+  if p.exit_signal and p.exit_signal ~= 0 then
+    state = "killed by signal " .. tostring(p.exit_signal)
+  elseif p.exit_status ~= nil then
+    state = "exited " .. tostring(p.exit_status)
+  end
+  return string.format("<process %s %s %s>", tostring(p.pid), tostring(p.file), state)
+end
 
 local function on_output(p, which)
   if which == 2 then

@@ -51,6 +51,7 @@ M.DEFAULTS = {
   max_buffered = 4 * 1024 * 1024, -- bytes queued over all channels (+64 per message) before the reader waits
   max_name_size = 1024, -- bytes of a remote protocol name or id; larger opens are rejected
   max_write_buffer = 1024 * 1024, -- bytes queued for the stream before send waits
+  max_control_buffer = 64 * 1024, -- bytes of replies (rejects) queued before the reader waits
 }
 
 local Mux = {}
@@ -114,7 +115,7 @@ function Mux:channel_list()
   local list = {}
   for _, ch in pairs(self.locals) do list[#list + 1] = ch end
   for _, slot in pairs(self.remote) do
-    local ch = slot.session
+    local ch = slot.session or slot.paired
     if ch and ch.local_id == 0 then list[#list + 1] = ch end
   end
   return list
@@ -201,9 +202,10 @@ function Mux:get_last_channel(key)
   return info and info.last_channel or nil
 end
 
---- true when no channel id is in use here.
+--- true when no channel id is in use here (an id closed before the remote
+-- answered our open stays in use until it does, as in protomux).
 function Mux:is_idle()
-  return next(self.locals) == nil
+  return self.local_n == #self.free
 end
 
 function Mux:stats()
@@ -248,8 +250,12 @@ function Mux:channel(o)
     local rid = remove(info.incoming, 1)
     local slot = self.remote[rid]
     if slot then
+      -- opened on the next turn of the loop, as protomux does on the next
+      -- tick: the caller may add message types first, and what the remote
+      -- sent meanwhile waits on slot.pending for them
       ch.remote_id = rid
-      full_open(ch, slot)
+      slot.paired = ch
+      ludx.spawn("protomux open " .. o.protocol, full_open, ch, slot)
       break
     end
   end

@@ -83,6 +83,11 @@ end
 --- A channel: put never waits (unless a limit is set), get waits.
 local Queue = {}
 Queue.__index = Queue
+-- One line for the REPL and logs: items, limit, tasks waiting, state.
+Queue.__tostring = function(q)
+  return string.format("<queue %d items%s, %d getting, %d putting%s>", q:size(),
+    q.limit and (", limit " .. q.limit) or "", q.getters.n, q.putters.n, q.closed and ", closed" or "")
+end
 
 function M.queue(limit)
   return setmetatable({ items = {}, head = 1, tail = 0, limit = limit, getters = M.waiters(), putters = M.waiters() }, Queue)

@@ -331,7 +331,9 @@ function Session:feed(line)
     if ludx.is_cancelled(task.error) or tostring(task.error):match("interrupted$") then
       self.write("interrupted\n")
     else
-      self.write(tostring(task.error) .. "\n")
+      -- an error value that is not a string shows what it holds
+      local e = task.error
+      self.write((type(e) == "string" and e or "error: " .. pretty.format(e)) .. "\n")
       local tb = M.clean_traceback(task.traceback)
       if tb then self.write(tb .. "\n") end
     end

@@ -95,7 +95,8 @@ end
 local function report(task, err)
   if is_cancel(err) then return end
   io.stderr:write(string.format("ludx: task '%s' failed: %s\n", task.name, tostring(err)))
-  if task.traceback then io.stderr:write(task.traceback, "\n") end
+  -- without LuaJIT's [builtin#N] frames (the task's coroutine entry): noise
+  if task.traceback then io.stderr:write((task.traceback:gsub("\n%s*%[builtin#%d+%][^\n]*", "")), "\n") end
   io.stderr:flush()
 end
 
@@ -108,7 +109,16 @@ local function finish(task, ok, results)
     task.results = results
   else
     task.error = results
-    if not task.quiet then report(task, results) end
+    if not task.quiet then
+      report(task, results)
+    elseif task.run_main and task.group.count > 1 and not is_cancel(results) then
+      -- run returns this error only once the tasks it started end, which
+      -- may be never (a node, a server): say it now
+      io.stderr:write(string.format("ludx: the function given to ludx.run failed; run returns once its %d other task(s) end: %s\n",
+        task.group.count - 1, tostring(results)))
+      if task.traceback then io.stderr:write(task.traceback, "\n") end
+      io.stderr:flush()
+    end
   end
   if task.joiners then
     local joiners = task.joiners
@@ -457,6 +467,7 @@ function M.run(fn, ...)
     local me = check_task("run")
     local task = new_task("main", fn, group, ...)
     task.quiet = true
+    task.run_main = true
     while group.count > 0 do
       group.waiter = me
       M.wait("run", nil, "run")
@@ -468,6 +479,7 @@ function M.run(fn, ...)
   root_group = group
   local task = new_task("main", fn, group, ...)
   task.quiet = true
+  task.run_main = true
   local ok, err = pcall(loop, group)
   -- what the tasks left open is closed, and its close events are drained
   if dispatch.close_tracked() > 0 then

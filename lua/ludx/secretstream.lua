@@ -18,6 +18,8 @@
 --     handshake_timeout = 10000,     -- ms; ETIMEDOUT when the Noise handshake takes longer
 --     handshake = {tx=, rx=, hash=, public_key=, remote_public_key=},  -- external (hyperdht)
 --     messages = true,               -- keep frame boundaries from the start (see recv_message)
+--     read_highwater = 4194304,      -- bytes of unread plaintext (64 more per buffered frame)
+--                                    -- before the reader stops pulling raw bytes
 --   })
 --   ss:ready([timeout]) ss:read([max][, timeout]) ss:write(data[, timeout])
 --   ss:recv_message([timeout]) ss:send_message(data[, timeout])
@@ -63,6 +65,10 @@ local READ_HIGHWATER = 4 * 1024 * 1024
 -- against ~0.7 s/GB for 1 MiB ones (fresh pages each time): the size a
 -- plain udx read hands over (udx.READ_MAX).
 local READ_BATCH = 65536
+
+-- The most raw bytes the reader takes in one read (pipe, TCP, and udx
+-- before the keys are known).
+local RAW_READ = 65536
 
 -- Writes made before the handshake completes are queued up to this many
 -- bytes; past it, write waits for the handshake.
@@ -270,7 +276,7 @@ local function check_header(self)
 end
 
 local function over_highwater(self)
-  return self.rbytes + (self.rtail - self.rhead + 1) * ENTRY_COST >= READ_HIGHWATER
+  return self.rbytes + (self.rtail - self.rhead + 1) * ENTRY_COST >= self.read_highwater
 end
 
 local function push_plain(self, data)
@@ -333,7 +339,9 @@ local function pump(self)
       self.pump_waiters:wait("secretstream reader backpressure")
     end
     if self.err or self.closed then return end
-    local chunk, msg, code = raw:read()
+    -- at most RAW_READ at a time: a raw stream that holds megabytes (a
+    -- pipe or a TCP connection read late) is not taken whole
+    local chunk, msg, code = raw:read(RAW_READ)
     if self.err or self.closed then return end
     if chunk == nil then
       if msg then return fail(self, msg, code or "EIO") end
@@ -355,6 +363,11 @@ local function pump(self)
       elseif not (one and #data > 0) then
         break
       end
+      -- frame by frame, the read high-water applies within a chunk too
+      while over_highwater(self) and not (self.err or self.closed) do
+        self.pump_waiters:wait("secretstream reader backpressure")
+      end
+      if self.err or self.closed then return end
       data, hmsg, hcode = framer:feed("", one)
     end
   end
@@ -402,6 +415,7 @@ local function check_options(raw, opts)
   check_bytes(opts.remote_public_key, 32, "opts.remote_public_key", fname, true)
   check_ms(opts.keepalive, "opts.keepalive", fname)
   check_ms(opts.handshake_timeout, "opts.handshake_timeout", fname)
+  if opts.read_highwater ~= nil then check.integer(opts.read_highwater, 1, 1024 * 1024 * 1024, "opts.read_highwater", fname) end
   local pattern = opts.pattern or "XX"
   if pattern ~= "XX" and pattern ~= "IK" then argerr("opts.pattern", fname, "'XX' or 'IK'", tostring(pattern)) end
   if pattern == "IK" and opts.initiator and not opts.remote_public_key then
@@ -428,6 +442,7 @@ function M.wrap(raw, opts)
     raw = raw,
     initiator = opts.initiator,
     keepalive = opts.keepalive and opts.keepalive > 0 and opts.keepalive or nil,
+    read_highwater = opts.read_highwater or READ_HIGHWATER,
     framer = C.framer(),
     rbuf = {}, rhead = 1, rtail = 0, rbytes = 0,
     pending = {}, pending_bytes = 0,

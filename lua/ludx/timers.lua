@@ -81,6 +81,15 @@ end
 
 --- Calls fn (not in a task; it must not wait) after ms milliseconds.
 -- Returns a handle with :cancel().
+-- A timer from after(): one line for the REPL and logs.
+local Timer = {
+  __tostring = function(t)
+    if t.cancelled then return "<timer cancelled>" end
+    if t.fired then return "<timer fired>" end
+    return string.format("<timer due in %.0f ms>", math.max(0, t.at - now()))
+  end,
+}
+
 function M.after(ms, fn)
   if type(ms) ~= "number" or ms < 0 or ms ~= ms then
     error("bad argument 'ms' to 'after' (non-negative number expected, got " .. tostring(ms) .. ")", 2)
@@ -88,7 +97,7 @@ function M.after(ms, fn)
   if type(fn) ~= "function" then error("bad argument 'fn' to 'after' (function expected, got " .. type(fn) .. ")", 2) end
   local t = M.add(ms, fn)
   t.cancel = handle_cancel
-  return t
+  return setmetatable(t, Timer)
 end
 
 return M

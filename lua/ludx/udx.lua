@@ -105,11 +105,12 @@ end
 --- Linger: a stream on this socket that closes gracefully (both ENDs acked
 -- and read) leaves a small record for 4 RTO or min_ms, whichever is
 -- longer, that ACKs the peer's retransmitted END (at most 8 times), in case
--- our last ACK was lost. At most max records (the oldest goes first); max
+-- our last ACK was lost. At most max records (the oldest goes first; max
+-- is at most 4096: a datagram for no live stream is checked against each); max
 -- 0 turns it off. Defaults: 64 records, 2000 ms (udx.bind opts linger_max,
 -- linger_ms). Changing it forgets the records.
 function Socket:set_linger(max, min_ms)
-  check.integer(max, 0, 65536, "max", "set_linger")
+  check.integer(max, 0, 4096, "max", "set_linger")
   check.integer(min_ms, 0, 600000, "min_ms", "set_linger")
   if self.closed then return nil, "socket is closed", "EBADF" end
   return self.h:set_linger(max, min_ms)

@@ -84,6 +84,29 @@ reserve (uint8_t **p, size_t *cap, size_t need) {
   return 0;
 }
 
+/* Grow a buffer that holds `used` bytes to fit `need`, keeping them; never
+ * past `limit` (the frame's length). The old copy is wiped. A peer's 3-byte
+ * length prefix alone reserves nothing: capacity follows the bytes that came. */
+static int
+grow_keep (uint8_t **p, size_t *cap, size_t used, size_t need, size_t limit) {
+  if (*cap >= need)
+    return 0;
+  size_t n = *cap * 2 > need ? *cap * 2 : need;
+  if (n < MIN_BUFFER_CAP)
+    n = MIN_BUFFER_CAP;
+  if (n > limit)
+    n = limit > need ? limit : need;
+  uint8_t *q = malloc(n);
+  if (q == NULL)
+    return LUDX_CRYPTO_ENOMEM;
+  if (used > 0)
+    memcpy(q, *p, used);
+  free_buffer(p, cap);
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
 int
 ludx_ss_start (ludx_ss_t *ss, bool initiator, const uint8_t tx[LUDX_KEYBYTES], const uint8_t rx[LUDX_KEYBYTES], const uint8_t hash[LUDX_HASHBYTES], uint8_t header_frame[LUDX_SS_HEADER_FRAMEBYTES]) {
   if (ss == NULL || tx == NULL || rx == NULL || hash == NULL || header_frame == NULL)
@@ -234,16 +257,14 @@ ludx_ss_read (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, const uint8_t *
       *in += len;
       *in_len -= len;
     } else {
-      if (ss->buf_len == 0) {
-        int rc = reserve(&ss->buf, &ss->buf_cap, len);
-        if (rc < 0)
-          return fail(ss, rc);
-      }
       size_t take = len - ss->buf_len;
       if (take > *in_len)
         take = *in_len;
       if (take == 0)
         return LUDX_SS_NEED_MORE;
+      int rc = grow_keep(&ss->buf, &ss->buf_cap, ss->buf_len, ss->buf_len + take, len);
+      if (rc < 0)
+        return fail(ss, rc);
       memcpy(ss->buf + ss->buf_len, *in, take);
       ss->buf_len += take;
       *in += take;

@@ -254,8 +254,8 @@ udx_socket_set_fault (udx_socket_t *socket, const udx_fault_t *fault);
 // Linger: a stream on this socket that closes gracefully leaves a small
 // record for 4 RTO or min_ms, whichever is longer, that ACKs a
 // retransmitted END (at most 8 times). At most `max` records (the oldest
-// goes first); max 0 turns it off. Defaults 64 and 2000 ms. Changing it
-// forgets the records.
+// goes first; at most 4096, else UV_EINVAL); max 0 turns it off. Defaults
+// 64 and 2000 ms. Changing it forgets the records.
 int
 udx_socket_set_linger (udx_socket_t *socket, uint32_t max, uint32_t min_ms);
 

@@ -17,6 +17,7 @@
 
 // Records per socket, and how long one lives at least (udx_socket_set_linger).
 #define UDX_LINGER_MAX_DEFAULT 64
+#define UDX_LINGER_MAX_LIMIT   4096 // a datagram for no live stream is checked against each record
 #define UDX_LINGER_MS_DEFAULT  2000
 // A record lives 4 RTO (the peer resends its END after 1 and 3 RTO: two
 // chances), or the socket's linger time if longer.

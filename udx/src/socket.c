@@ -666,7 +666,7 @@ udx_socket_close (udx_socket_t *sock) {
 
 int
 udx_socket_set_linger (udx_socket_t *sock, uint32_t max, uint32_t min_ms) {
-  if (sock == NULL || sock->closing)
+  if (sock == NULL || sock->closing || max > UDX_LINGER_MAX_LIMIT)
     return UV_EINVAL;
   udx__linger_clear(sock);
   sock->linger_max = max;

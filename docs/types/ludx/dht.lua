@@ -195,7 +195,7 @@ function C1:connect(public_key, opts) end
 ---@return true ok
 function C1:destroy() end
 
---- The graceful end: the servers unannounce (together, each up to timeout ms, default 10 s), then destroy. Idempotent.
+--- The graceful end: the servers unannounce (together, each up to timeout ms, default 10 s), then destroy. Idempotent: a second close returns once the node is destroyed; destroy meanwhile ends the unannounce wait at once.
 ---@param timeout? number
 ---@return true ok
 function C1:close(timeout) end
@@ -208,7 +208,7 @@ function C1:raw() end
 ---@class ludx.dht.Server
 local C2 = {}
 
---- Announces the server under H(public_key); returns once the first announce round is done.
+--- Announces the server under H(public_key); returns once the first announce round is done. On a closed server, or when close/destroy comes first: nil, "server closed", "SERVER_CLOSED" (at once).
 ---@param keypair? table
 ---@param timeout? number
 ---@return true? ok
@@ -216,7 +216,7 @@ local C2 = {}
 ---@return string? code
 function C2:listen(keypair, timeout) end
 
---- Stops announcing and refuses new clients (opts.fast skips the unannounce round trip; opts.timeout bounds it, default 10000 ms). Open connections stay (node:destroy ends them). Idempotent.
+--- Stops announcing and refuses new clients (opts.fast skips the unannounce round trip; opts.timeout bounds it, default 10000 ms). Open connections stay (node:destroy ends them). Idempotent: a second close waits for the first one's end; destroy meanwhile ends its unannounce wait.
 ---@param opts? table
 ---@return true ok
 function C2:close(opts) end

@@ -33,7 +33,7 @@
 ---@field core table The C module `ludx.core`.
 local M = {}
 
---- Runs fn as the task "main" and drives the loop until it and every task it spawned have ended. Returns fn's results, or nil, message, traceback when fn raised. Inside a task it waits for them instead.
+--- Runs fn as the task "main" and drives the loop until it and every task it spawned have ended. Returns fn's results, or nil, message, traceback when fn raised (an error fn raises while tasks it spawned still run is also written to stderr at once). Inside a task it waits for them instead.
 ---@param fn function
 ---@param ... any
 ---@return any ...

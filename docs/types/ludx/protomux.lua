@@ -25,14 +25,17 @@
 --- (EPROTO, EMSGSIZE). Caps (options of `from`, defaults in DEFAULTS):
 --- max_channels (256, remote channels open or pending; more are rejected),
 --- max_message_size (4 MiB), max_queued (256 messages per channel) and
---- max_buffered (4 MiB over the mux) before the reader stops reading (the
+--- max_buffered (4 MiB over the mux, with the handshakes of opens waiting
+--- for a pair handler) before the reader stops reading (the
 --- backpressure reaches the stream and the remote), max_name_size (1024 bytes
 --- of a protocol name or id), max_write_buffer (1 MiB queued for the stream
---- before send waits). A reader that stops on a full channel stops the whole
+--- before send waits), max_control_buffer (64 KiB of our replies, the rejects,
+--- queued before the reader waits: a peer that floods opens and reads nothing
+--- stops there). A reader that stops on a full channel stops the whole
 --- mux, as protomux's pause does: read every channel you open, or give its
 --- types on_message.
 ---@class ludx.protomux
----@field DEFAULTS table The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer).
+---@field DEFAULTS table The default caps (max_channels, max_message_size, max_queued, max_buffered, max_name_size, max_write_buffer, max_control_buffer).
 local M = {}
 
 --- The muxer of a stream (with recv_message/send_message, as a SecretStream, not read with read() before): the same one on a second call. Starts its reader task; the mux owns the stream from then on (it ends and destroys it). opts: the caps of DEFAULTS.
@@ -50,7 +53,7 @@ function M.is_mux(v) end
 ---@class ludx.protomux.Mux
 local C1 = {}
 
---- A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and is open at once.
+--- A channel. opts: protocol (string), id (string?), aliases (string[]), handshake (codec), messages (codecs, or {encoding, on_message}, or false), unique (default true: EEXIST while one of this protocol and id is open), on_open(handshake, ch), on_close(is_remote, ch), on_destroy(ch), user_data. Inside a pair handler it takes the remote's waiting open and opens on the next turn of the loop (protomux's next tick): add message types before then, and what the remote sent meanwhile reaches them.
 ---@param opts table
 ---@return ludx.protomux.Channel? ch
 ---@return string? err
@@ -76,7 +79,7 @@ function C1:opened(key) end
 ---@return ludx.protomux.Channel? ch
 function C1:get_last_channel(key) end
 
---- True when no channel id is in use.
+--- True when no channel id is in use (an id closed before the remote answered our open stays in use until it does).
 ---@return boolean yes
 function C1:is_idle() end
 

@@ -12,7 +12,7 @@
 ---@field MAX_WRITE integer The largest single write (one frame).
 local M = {}
 
---- Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern ("XX" or "IK"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives), messages (true: keep frame boundaries for recv_message from the start).
+--- Wraps a raw stream; the handshake runs in its reader task (see ready). opts: initiator (required), keypair, remote_public_key, pattern ("XX" or "IK"), keepalive (ms), handshake_timeout (ms, default 10000), handshake (external keys, as hyperdht gives), messages (true: keep frame boundaries for recv_message from the start), read_highwater (bytes of unread plaintext, 64 more per buffered frame, before the reader stops pulling raw bytes; default 4 MiB).
 ---@param raw table
 ---@param opts table
 ---@return ludx.secretstream.Stream stream

@@ -155,14 +155,18 @@ function M.compare(old, new)
       if o and n then
         row.change = o.median ~= 0 and (n.median - o.median) / math.abs(o.median) or nil
         local better_is_higher = metric.better ~= "lower"
-        if n.min > o.max or n.max < o.min then
+        if o.n < 2 or n.n < 2 then
+          -- one run has no spread: the change alone says nothing yet
+          local up = n.median > o.median
+          row.verdict = n.median == o.median and "same, too few runs to judge"
+            or ((up == better_is_higher) and "better" or "worse") .. ", too few runs to judge (--runs 5)"
+        elseif n.min > o.max or n.max < o.min then
           local up = n.median > o.median
           row.verdict = (up == better_is_higher) and "better (beyond spread)" or "WORSE (beyond spread)"
           row.beyond = true
         else
           row.verdict = "within spread"
         end
-        if o.n < 2 or n.n < 2 then row.verdict = row.verdict .. ", few runs" end
       elseif o then
         row.verdict = "only in old"
       else

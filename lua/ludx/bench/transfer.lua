@@ -116,7 +116,8 @@ function M.transfer(root, system, opts)
   for k, v in pairs(opts.sender_opts or {}) do sopts[k] = v end
   -- ends that are not ludx do not know ludx-only options
   local function strip(kind, o)
-    if kind ~= "ludx" or o.streams then o.trace, o.traceFile, o.ackPolicy = nil, nil, nil end
+    if kind ~= "ludx" then o.trace, o.traceFile = nil, nil end
+    if kind ~= "ludx" or o.streams then o.ackPolicy = nil end
     if kind == "ludx-c" or o.streams then o.secret = nil end
     return o
   end
@@ -158,6 +159,8 @@ function M.transfer(root, system, opts)
       if ds.jain and null(ds.jain) then sample.extra.jain = ds.jain end
       if dr.steadyBytesPerS and null(dr.steadyBytesPerS) then sample.steady_bytes_s = dr.steadyBytesPerS end
       if type(ds.stats) == "table" and tonumber(ds.stats.mtu) then sample.extra.mtu = tonumber(ds.stats.mtu) end
+      -- a udx-native receiver whose END went unanswered after every byte came
+      if null(dr.closeError) then sample.extra.close_timeouts = 1 end
       if serr or rerr then
         sample.error = "sender " .. tostring(serr) .. ", receiver " .. tostring(rerr)
       elseif dr.bytes ~= ds.bytes then
@@ -281,6 +284,8 @@ end
 
 M.PLOT_MIN_POINTS = 50
 M.PLOT_MAX_POINTS = 600
+M.PLOT_RETRIES = 3
+M.PLOT_MAX_BYTES = 256 * 1024 * 1024
 
 --- A case over the given systems. spec: name, description ("{size}" is
 -- replaced by the bytes actually sent, --quick included), bytes, chunk,
@@ -348,10 +353,13 @@ function M.case(spec)
     if ctx.after_run then ctx.after_run(ctx, system, sample) end
     return sample
   end
-  -- One traced transfer of the plot system. The sampling interval follows
-  -- the measured runs (about 200 points); a transfer too short for
-  -- PLOT_MIN_POINTS even at 1 ms is traced again with more bytes, and the
-  -- chart titles say so.
+  -- One traced transfer of the plot system (its sender must be a ludx end:
+  -- the others do not trace). The sampling interval follows the measured
+  -- runs (about 200 points). A trace short of PLOT_MIN_POINTS is taken again
+  -- at most PLOT_RETRIES times: at a finer interval when the timer can go
+  -- finer (a loaded machine fires it late), else with more bytes (1 ms is
+  -- the finest; the chart titles say so), up to PLOT_MAX_BYTES. A transfer
+  -- that gives no sample at all is not retried: more bytes would not help.
   local function traced(ctx, system, o, interval)
     local trace_file = os.tmpname()
     o.sender_opts = {}
@@ -372,8 +380,21 @@ function M.case(spec)
     if not sample.ok then error("the traced transfer failed: " .. tostring(sample.error), 0) end
     return trace, sample
   end
+  -- the traced system: plot_system, else the first of the case's systems
+  -- with a ludx sender; a case with none has no plot
+  local plot_system = spec.plot_system
+  if not plot_system then
+    for _, system in ipairs(case.systems) do
+      if tostring(system):match("^ludx %->") then
+        plot_system = system
+        break
+      end
+    end
+  end
   function case.plot(ctx, dir)
-    local system = spec.plot_system or "ludx -> ludx"
+    local system = plot_system
+    local skind = system:match("^(%S+) %->")
+    if skind ~= "ludx" then error("the plot system " .. system .. " has no ludx sender (only ludx ends trace)", 0) end
     if not M.available(system) then error("the plot system " .. system .. " cannot run here", 0) end
     local ms = {}
     for _, s in ipairs(ctx.samples or {}) do
@@ -383,32 +404,39 @@ function M.case(spec)
     local interval = med and math.max(1, math.min(100, math.floor(med / 200))) or 5
     local o = options(ctx)
     local base_bytes = o.bytes
-    local trace
-    -- a loaded machine fires the sampling timer late (fewer samples than
-    -- the transfer's length promises): each retry aims at twice the minimum
-    for _ = 1, 6 do
+    local trace, traced_bytes, traced_interval
+    for attempt = 1, 1 + M.PLOT_RETRIES do
+      traced_bytes, traced_interval = o.bytes, interval
       trace = traced(ctx, system, o, interval)
-      if #trace >= M.PLOT_MIN_POINTS then break end
+      if #trace >= M.PLOT_MIN_POINTS or #trace == 0 or attempt > M.PLOT_RETRIES then break end
       if interval > 1 then
+        -- aim at twice the minimum
         interval = math.max(1, math.floor(interval * #trace / (2 * M.PLOT_MIN_POINTS)))
       else
-        -- 1 ms is the finest sampling: a longer transfer gives more points
-        local factor = math.min(16, math.ceil(2 * M.PLOT_MIN_POINTS / math.max(1, #trace)))
-        o.bytes = math.min(256 * 1024 * 1024, o.bytes * factor)
+        local factor = math.min(16, math.ceil(2 * M.PLOT_MIN_POINTS / #trace))
+        local grown = math.min(M.PLOT_MAX_BYTES, o.bytes * factor)
+        if grown <= o.bytes then break end
+        o.bytes = grown
       end
     end
-    if #trace < M.PLOT_MIN_POINTS then
-      error(string.format("only %d trace samples (a %s transfer at %d ms sampling)", #trace, M.size(o.bytes), interval), 0)
+    if #trace == 0 then
+      error(string.format("the %s sender wrote no trace samples (a %s transfer at %d ms sampling)", system,
+        M.size(traced_bytes), traced_interval), 0)
     end
-    local title = case.describe({ quick = ctx.quick })
-    if o.bytes ~= base_bytes then
-      title = title .. string.format(" (traced with %s: %s is too short to plot)", M.size(o.bytes), M.size(base_bytes))
+    if #trace < M.PLOT_MIN_POINTS then
+      error(string.format("only %d trace samples (a %s transfer at %d ms sampling)", #trace, M.size(traced_bytes),
+        traced_interval), 0)
+    end
+    local title = system .. ", " .. case.describe({ quick = ctx.quick })
+    if traced_bytes ~= base_bytes then
+      title = title .. string.format(" (traced with %s: %s is too short to plot)", M.size(traced_bytes), M.size(base_bytes))
     end
     local charts = M.plots(dir, ctx.case.suite .. "-" .. spec.name, thin(trace, M.PLOT_MAX_POINTS), title)
     for _, c in ipairs(charts) do
       if ctx.add_chart then ctx.add_chart(c.title, c.svg) end
     end
   end
+  if not plot_system then case.plot = nil end
   return case
 end
 
@@ -418,29 +446,56 @@ function M.plots(dir, stem, trace, title)
   stem = stem:gsub("[^%w%-_]+", "-")
   if #trace < 2 then error("no trace samples", 0) end
   local t0 = trace[1].t_ms
-  local thr, cwnd, pace, rtt, minrtt = {}, {}, {}, {}, {}
+  -- payload bytes acknowledged up to each sample (a many-stream trace
+  -- counts them; else packets times the payload size of the time, which
+  -- grows as the MTU is probed)
+  local acked = { 0 }
+  local minrtts = {}
   for i = 2, #trace do
     local a, b = trace[i - 1], trace[i]
-    local t = (b.t_ms - t0) / 1000
-    local dt = (b.t_ms - a.t_ms) / 1000
-    if dt > 0 then
-      -- goodput: payload bytes acknowledged in the interval
-      local acked = (b.delivered - a.delivered) * (b.max_payload or 1400)
-      thr[#thr + 1] = { t, acked / 1e6 / dt }
+    if b.delivered_bytes and a.delivered_bytes then
+      acked[i] = acked[i - 1] + b.delivered_bytes - a.delivered_bytes
+    else
+      acked[i] = acked[i - 1] + (b.delivered - a.delivered) * (b.max_payload or 1400)
     end
+    if (b.min_rtt_ms or 0) > 0 then minrtts[#minrtts + 1] = b.min_rtt_ms end
+  end
+  -- goodput over a trailing window of one round trip (the median min RTT)
+  -- and at least 4 sampling intervals: acks come in bursts, and the rate of
+  -- each interval alone jumps between 0 and several times the link's
+  local steps = {}
+  for i = 2, #trace do steps[#steps + 1] = trace[i].t_ms - trace[i - 1].t_ms end
+  local median = require("ludx.bench").median
+  local window = math.max(median(minrtts) or 0, 4 * (median(steps) or 0))
+  local thr, cwnd, pace, rtt, minrtt = {}, {}, {}, {}, {}
+  local j = 1
+  for i = 2, #trace do
+    local b = trace[i]
+    local t = (b.t_ms - t0) / 1000
+    while j + 1 < i and b.t_ms - trace[j + 1].t_ms >= window do j = j + 1 end
+    local dt = (b.t_ms - trace[j].t_ms) / 1000
+    if dt > 0 then thr[#thr + 1] = { t, (acked[i] - acked[j]) / 1e6 / dt } end
     cwnd[#cwnd + 1] = { t, b.cwnd }
     pace[#pace + 1] = { t, b.pacing_rate / 1e6 }
     rtt[#rtt + 1] = { t, b.rtt_ms }
     minrtt[#minrtt + 1] = { t, b.min_rtt_ms }
   end
+  -- a many-stream sender's samples are of its streams together: the
+  -- titles and series say so (one = single stream, many = N streams)
+  local n = tonumber(trace[1].streams) or 1
+  local function say(one, many) return n > 1 and many:gsub("N", n) or one end
   local charts = {
-    { name = "throughput", title = title .. ": goodput", spec = { x_label = "time (s)", y_label = "goodput (MB/s)",
-      series = { { name = "acknowledged payload", points = thr } } } },
-    { name = "cwnd", title = title .. ": congestion window and pacing", spec = { x_label = "time (s)",
-      y_label = "cwnd (packets)", series = { { name = "cwnd", points = cwnd } },
-      y2_label = "pacing rate (MB/s)", series2 = { { name = "pacing rate", points = pace } } } },
-    { name = "rtt", title = title .. ": round-trip time", spec = { x_label = "time (s)", y_label = "RTT (ms)",
-      series = { { name = "smoothed RTT", points = rtt }, { name = "min RTT (BBR)", points = minrtt } } } },
+    { name = "throughput", title = title .. ": goodput" .. say("", ", N streams together"), spec = {
+      x_label = "time (s)", y_label = "goodput (MB/s)",
+      series = { { name = string.format("acknowledged payload, %s%.0f ms windows", n > 1 and "all streams, " or "",
+        window), points = thr } } } },
+    { name = "cwnd", title = title .. ": congestion window and pacing" .. say("", ", sums over N streams"), spec = {
+      x_label = "time (s)", y_label = "cwnd (packets)", series = { { name = say("cwnd", "cwnd (sum)"), points = cwnd } },
+      y2_label = "pacing rate (MB/s)", series2 = { { name = say("pacing rate", "pacing rate (sum)"), points = pace } } } },
+    { name = "rtt", title = title .. ": round-trip time" .. say("", ", N streams"), spec = {
+      x_label = "time (s)", y_label = "RTT (ms)",
+      series = { { name = say("smoothed RTT", "smoothed RTT (median of the streams in flight)"), points = rtt },
+        { name = say("min RTT (BBR)", "min RTT (lowest of the streams)"), points = minrtt } } } },
   }
   if dir then assert(require("ludx.fs").mkdirp(dir)) end
   for _, c in ipairs(charts) do

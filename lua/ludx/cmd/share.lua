@@ -8,8 +8,9 @@ usage: ludx share [options] PATH
 
 Shares a file or a directory: hashes it (BLAKE2b), announces it on the DHT
 and prints its key, 64 hex characters on a line of their own. Give the key
-to `ludx fetch`. Serves until interrupted (Ctrl-C). Only regular files are
-shared: symbolic links are not followed (they are listed as left out).
+to `ludx fetch`. Serves until Ctrl-C or SIGTERM, then unannounces. Only
+regular files are shared: symbolic links are not followed (they are listed
+as left out).
 
 options:
   --bootstrap H:P,...  DHT bootstrap nodes (default: the public HyperDHT
@@ -111,7 +112,8 @@ local function main(opts, path)
   io.stdout:flush()
   local sig = stop:join()
   log("%s: stopping", sig)
-  s:close({ fast = true })
+  -- unannounce (up to 10 s; a second Ctrl-C ends it at once), then close
+  s:close()
   node:destroy()
   return 0
 end

@@ -486,6 +486,7 @@ function Node:destroy()
   for _, obj in ipairs(list) do pcall(obj.close, obj) end
   self.h:destroy()
   self.ready_waiters:wake_all(nil, "node destroyed", "NODE_DESTROYED")
+  if self.close_waiters then self.close_waiters:wake_all(true) end
   return true
 end
 
@@ -494,9 +495,16 @@ end
 -- Idempotent.
 function Node:close(timeout)
   timeout = check.timeout(type(timeout) == "table" and timeout.timeout or timeout, "close")
-  if self.destroyed or self.closing then return true end
+  if self.destroyed then return true end
+  local in_task = ludx.running() and ludx.current()
+  if self.closing then
+    -- a second close returns once the first one has destroyed the node
+    if in_task then self.close_waiters:wait("dht node close", nil, "close") end
+    return true
+  end
   self.closing = true
-  if ludx.running() and ludx.current() then
+  self.close_waiters = ludx.waiters()
+  if in_task then
     -- whatever goes wrong here (a cancel included), destroy still runs
     local ok, err = pcall(function()
       local left = 0

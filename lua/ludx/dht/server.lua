@@ -117,6 +117,8 @@ function Server:listen(keypair, timeout)
   keypair = keypair or self.node.keypair
   if self.listening then return nil, "Already listening", "ALREADY_LISTENING" end
   if self.h.destroyed then return nil, "Node destroyed", "NODE_DESTROYED" end
+  -- a closed server stays closed (it would announce again otherwise)
+  if self.closed then return nil, "server closed", "SERVER_CLOSED" end
   for s in pairs(self.node.servers) do
     if s ~= self and s.keypair and s.keypair.public_key == keypair.public_key then
       return nil, "Keypair already used", "KEYPAIR_ALREADY_USED"
@@ -139,17 +141,34 @@ function Server:listen(keypair, timeout)
     end,
   })
   local ann = self.announcer
-  local r = { require("ludx.dht")._await("dht listen", timeout, function(cb) ann:start(function() cb(true) end) end) }
-  if r[1] == nil then return unpack(r) end
+  -- close/destroy wake this wait at once (the announce round may take long)
+  local r = { require("ludx.dht")._await("dht listen", timeout, function(cb)
+    self.wake_listen = cb
+    ann:start(function() cb(true) end)
+  end) }
+  self.wake_listen = nil
   if self.h.destroyed then return nil, "node destroyed", "NODE_DESTROYED" end
+  if self.closed then return nil, "server closed", "SERVER_CLOSED" end
+  if r[1] == nil then return unpack(r) end
   return true
 end
 
 --- Stops announcing (unannounces from the relays) and refuses new clients.
 -- Established connections stay open.
+-- Idempotent: a second close waits for the first one's end; destroy (or
+-- opts.fast) ends a close that waits for its unannounce at once.
 function Server:close(opts)
-  if self.closed then return true end
+  local fast = opts and opts.fast
+  if self.closed then
+    if fast then
+      if self.wake_unlisten then self.wake_unlisten(true) end
+    elseif self.close_waiters then
+      self.close_waiters:wait("dht server close", nil, "close")
+    end
+    return true
+  end
   self.closed = true
+  if self.wake_listen then self.wake_listen(nil, errors.new("SERVER_CLOSED", "server closed")) end
   self.node.servers[self] = nil
   if self.target then self.h.router:delete(self.target) end
   local q = self.waiting
@@ -162,10 +181,18 @@ function Server:close(opts)
   self.nremembered = 0
   if self.announcer then
     local ann = self.announcer
-    if opts and opts.fast then
+    if fast or not (ludx.running() and ludx.current()) then
       ann.stopped = true
-    elseif ludx.running() then
-      require("ludx.dht")._await("dht unlisten", opts and opts.timeout or 10000, function(cb) ann:stop(function() cb(true) end) end)
+    else
+      self.close_waiters = ludx.waiters()
+      local ok, err = pcall(require("ludx.dht")._await, "dht unlisten", opts and opts.timeout or 10000, function(cb)
+        self.wake_unlisten = cb
+        ann:stop(function() cb(true) end)
+      end)
+      self.wake_unlisten = nil
+      self.close_waiters:wake_all(true)
+      self.close_waiters = nil
+      if not ok then error(err, 0) end
     end
   end
   self.listening = false

@@ -11,7 +11,7 @@ local reader = compact.reader
 local ENTRY_COST, key_of, call = state.ENTRY_COST, state.key_of, state.call
 local get_info, gc_info, reject, free_local = state.get_info, state.gc_info, state.reject, state.free_local
 local close_channel, deliver, full_open = state.close_channel, state.deliver, state.full_open
-local writer_task, CTL_LIMIT = writer.writer_task, writer.CTL_LIMIT
+local writer_task = writer.writer_task
 
 local M = {}
 
@@ -52,7 +52,7 @@ local function on_open(self, r)
       gc_info(self, info)
       return
     end
-    local slot = { hs = hs }
+    local slot = { hs = hs, pending = {} }
     self.remote[rid] = slot
     self.remote_count = self.remote_count + 1
     ch.remote_id = rid
@@ -61,7 +61,9 @@ local function on_open(self, r)
   local notify = self.notify[key_of(protocol, id)] or self.notify[key_of(protocol, nil)]
   if not notify or self.remote_count >= opts.max_channels then return reject(self, rid) end
   info = get_info(self, protocol, id)
-  self.remote[rid] = { hs = hs, pending = {} }
+  local slot = { hs = hs, pending = {}, hs_cost = #hs + ENTRY_COST }
+  self.remote[rid] = slot
+  self.buffered = self.buffered + slot.hs_cost
   self.remote_count = self.remote_count + 1
   info.pairing = info.pairing + 1
   info.incoming[#info.incoming + 1] = rid
@@ -76,6 +78,8 @@ local function on_open(self, r)
     end
     gc_info(self, info)
   end)
+  -- handshakes waiting for pair handlers are bounded by max_buffered too
+  wait_below(self)
 end
 
 local function on_reject(self, r)
@@ -100,7 +104,8 @@ local function on_close(self, r)
   local rid = r:uint()
   if r.err then proto_error("bad close message") end
   local slot = rid > 0 and self.remote[rid]
-  if slot and slot.session then close_channel(slot.session, true) end
+  local ch = slot and (slot.session or slot.paired)
+  if ch then close_channel(ch, true) end
 end
 
 local function on_batch(self, r)
@@ -108,6 +113,12 @@ local function on_batch(self, r)
   if r.err then proto_error("bad batch") end
   local e = r.e
   while r.i <= e and not self.destroyed do
+    -- a batch may hold many opens to reject: the replies stay bounded
+    -- inside one frame too, not only between frames
+    while self.ctl_bytes > self.opts.max_control_buffer and not self.destroyed do
+      self.send_waiters:wait("protomux reader (replies not sent)")
+    end
+    if self.destroyed then return end
     local len = r:uint()
     if r.err then proto_error("bad batch") end
     if len == 0 then
@@ -161,7 +172,7 @@ end
 local function reader_task(self)
   local conn = self.conn
   while not self.destroyed do
-    while self.ctl_bytes > CTL_LIMIT and not self.destroyed do
+    while self.ctl_bytes > self.opts.max_control_buffer and not self.destroyed do
       self.send_waiters:wait("protomux reader (replies not sent)")
     end
     if self.destroyed then return end

@@ -58,7 +58,18 @@ local function gc_info(self, info)
   end
 end
 
+-- The remote's handshake kept for a pair handler counts as buffered
+-- (slot.hs_cost) until the channel opens or the slot goes.
+local function release_hs(self, slot)
+  if slot.hs_cost then
+    self.buffered = self.buffered - slot.hs_cost
+    slot.hs_cost = nil
+    self.reader_waiters:wake_all(true)
+  end
+end
+
 local function drop_pending(self, slot)
+  release_hs(self, slot)
   if slot.pending then
     for _, p in ipairs(slot.pending) do self.buffered = self.buffered - p.cost end
     slot.pending = nil
@@ -96,7 +107,9 @@ local function close_channel(ch, is_remote, msg, code)
     info.opened = info.opened - 1
     if info.last_channel == ch then info.last_channel = nil end
     if ch.remote_id > 0 then
-      if self.remote[ch.remote_id] then
+      local slot = self.remote[ch.remote_id]
+      if slot then
+        drop_pending(self, slot)
         self.remote[ch.remote_id] = nil
         self.remote_count = self.remote_count - 1
       end
@@ -108,7 +121,9 @@ local function close_channel(ch, is_remote, msg, code)
     gc_info(self, info)
   elseif ch.remote_id > 0 then
     -- paired with a remote open, never opened here
-    if self.remote[ch.remote_id] then
+    local slot = self.remote[ch.remote_id]
+    if slot then
+      drop_pending(self, slot)
       self.remote[ch.remote_id] = nil
       self.remote_count = self.remote_count - 1
     end
@@ -168,12 +183,14 @@ local function deliver(ch, t, r)
 end
 
 -- The remote's open is matched with our channel: decode its handshake,
--- deliver what waited, wake opened().
+-- deliver what waited, wake opened(). Until the end, what arrives for the
+-- channel still queues on slot.pending, so it stays in order even when
+-- on_open waits.
 local function full_open(ch, slot)
-  if ch.is_open or ch.closed then return end
+  if ch.is_open or ch.closed or slot.session then return end
   local hs_bytes = slot.hs
   slot.hs = nil
-  slot.session = ch
+  release_hs(ch.mux, slot)
   if ch.handshake_codec then
     local r = reader(hs_bytes)
     local ok, v = pcall(ch.handshake_codec.decode, r)
@@ -186,8 +203,10 @@ local function full_open(ch, slot)
     local ok, err = call("on_open", ch.on_open, ch.handshake, ch)
     if not ok then return fail_channel(ch, "on_open failed: " .. err, "ECALLBACK") end
   end
+  if ch.closed then return end
   local pending = slot.pending
   slot.pending = nil
+  slot.session = ch
   if pending then
     for _, p in ipairs(pending) do
       ch.mux.buffered = ch.mux.buffered - p.cost

@@ -8,7 +8,6 @@ local pcall = pcall
 local M = {}
 
 local MAX_BATCH = 8 * 1024 * 1024 -- a cork batch is sent when it grows past this (as protomux)
-local CTL_LIMIT = 64 * 1024 -- replies of the reader (rejects) queued before it stops reading
 
 ---------------------------------------------------------------------------
 -- Writing: frames go through one queue to one writer task, in order.
@@ -95,7 +94,6 @@ local function wait_room(self)
   end
 end
 
-M.CTL_LIMIT = CTL_LIMIT
 M.writer_task, M.enqueue, M.send_batch, M.push_batch = writer_task, enqueue, send_batch, push_batch
 M.write0, M.wait_room = write0, wait_room
 return M

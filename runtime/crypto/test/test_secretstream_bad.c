@@ -176,6 +176,52 @@ truncated (void) {
   pair_destroy(&p);
 }
 
+/* A length prefix alone reserves nothing: a peer that sends "16 MiB
+ * follows" and then 10 bytes costs us buffer for the 10 bytes, not the
+ * frame. A large frame in small pieces still reads whole and right. */
+static void
+prefix_reserves_nothing (void) {
+  pair_t p;
+  pair_start(&p, true);
+  uint8_t forged[3 + 10] = {0};
+  ludx_ss_prefix(forged, LUDX_SS_MAX_FRAME);
+  const uint8_t *in = forged, *out;
+  size_t in_len = sizeof(forged), out_len;
+  ludx_ss_t copy = p.b;
+  copy.buf = copy.plain = NULL;
+  copy.buf_cap = copy.plain_cap = 0;
+  CHECK_RC(ludx_ss_read(&copy, &in, &in_len, &out, &out_len), LUDX_SS_NEED_MORE);
+  CHECK(copy.buf_len == 10);
+  CHECK(copy.buf_cap <= 256);
+  ludx_ss_destroy(&copy);
+
+  size_t n = 1 << 20, len;
+  uint8_t *plain = malloc(n), *frame = malloc(n + 64);
+  CHECK(plain != NULL && frame != NULL);
+  for (size_t i = 0; i < n; i++)
+    plain[i] = (uint8_t) (i * 7 + 3);
+  CHECK_OK(ludx_ss_encrypt(&p.a, plain, n, frame, n + 64, &len));
+  int got = 0;
+  for (size_t off = 0; off < len; off += 1000) {
+    in = frame + off;
+    in_len = len - off < 1000 ? len - off : 1000;
+    int rc = ludx_ss_read(&p.b, &in, &in_len, &out, &out_len);
+    if (rc == LUDX_SS_DATA) {
+      CHECK(out_len == n && memcmp(out, plain, n) == 0);
+      got++;
+    } else {
+      CHECK_RC(rc, LUDX_SS_NEED_MORE);
+      /* capacity follows the bytes that came, at most twice them */
+      CHECK(p.b.buf_cap <= 2 * p.b.buf_len + 256);
+    }
+  }
+  CHECK(got == 1);
+  CHECK(p.b.buf_cap <= len);
+  free(plain);
+  free(frame);
+  pair_destroy(&p);
+}
+
 static void
 lengths (void) {
   pair_t p;
@@ -391,4 +437,4 @@ misuse (void) {
   ludx_ss_destroy(NULL);
 }
 
-TEST_MAIN({"flip_every_bit", flip_every_bit}, {"truncated", truncated}, {"lengths", lengths}, {"replay_reorder", replay_reorder}, {"bad_header", bad_header}, {"keepalive", keepalive}, {"unordered_bad", unordered_bad}, {"misuse", misuse})
+TEST_MAIN({"flip_every_bit", flip_every_bit}, {"truncated", truncated}, {"prefix_reserves_nothing", prefix_reserves_nothing}, {"lengths", lengths}, {"replay_reorder", replay_reorder}, {"bad_header", bad_header}, {"keepalive", keepalive}, {"unordered_bad", unordered_bad}, {"misuse", misuse})

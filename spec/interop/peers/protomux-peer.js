@@ -9,6 +9,7 @@
 // (mux.pair). closer node: Node closes the channel once both directions are
 // done; closer ludx: it waits for the remote's close.
 // --cork sends them all in one batch frame.
+// role ids: channels told apart by id instead (see runIds).
 // Prints JSON lines: ready, connect, handshake, opened, received, closed, done.
 
 const SecretStream = require('@hyperswarm/secret-stream')
@@ -20,7 +21,7 @@ const { TRANSPORT_DEFAULTS, openUdx, finish, fail } = require('./udx-transport')
 const DEFAULTS = {
   ...TRANSPORT_DEFAULTS,
   initiator: true,
-  role: 'open', // open | pair
+  role: 'open', // open | pair | ids
   count: 300,
   closer: 'node', // node | ludx
   cork: false, // send every message inside one mux.cork()/uncork() (one batch frame)
@@ -35,7 +36,8 @@ function main() {
     ss.on('error', (err) => emit({ event: 'stream-error', code: err.code || 'ERROR', message: err.message }))
     ss.once('connect', () => {
       emit({ event: 'handshake', remotePublicKey: ss.remotePublicKey.toString('hex') })
-      run(ss, o)
+      if (o.role === 'ids') runIds(ss)
+      else run(ss, o)
     })
   })
 }
@@ -96,6 +98,39 @@ function run(ss, o) {
   else create()
 
   ss.on('close', () => finish({ event: 'done', received: got, bad, error: null }, o))
+}
+
+// Channel ids: "chat/1" channels with ids (string handshake, one string
+// message type). Node pairs only id "room-a" (so a remote "room-b" is
+// rejected) and opens "room-c" itself. Each channel, once open, sends
+// "node to <id>"; a "bye" received closes that channel from here. Prints
+// opened / message / closed with the channel's id.
+function runIds(ss) {
+  const mux = Protomux.from(ss)
+  const make = (name) => {
+    const ch = mux.createChannel({
+      protocol: 'chat/1',
+      id: Buffer.from(name),
+      handshake: c.string,
+      onopen: (hs) => {
+        emit({ event: 'opened', channel: name, handshake: hs })
+        ch.messages[0].send('node to ' + name)
+      },
+      onclose: (isRemote) => emit({ event: 'closed', channel: name, remote: isRemote })
+    })
+    // as protomux users write it: the message type added after createChannel
+    ch.addMessage({
+      encoding: c.string,
+      onmessage: (m) => {
+        emit({ event: 'message', channel: name, value: m })
+        if (m === 'bye') ch.close()
+      }
+    })
+    ch.open('node ' + name)
+  }
+  mux.pair({ protocol: 'chat/1', id: Buffer.from('room-a') }, () => make('room-a'))
+  make('room-c')
+  ss.on('close', () => finish({ event: 'done', error: null }, { expectError: '' }))
 }
 
 try {
