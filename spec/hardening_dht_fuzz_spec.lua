@@ -123,7 +123,7 @@ describe("DHT decoders under mutation", function()
       local t0 = os.clock()
       local ok, kind, m = pcall(msgs.decode, s)
       assert(ok, "decode raised: " .. tostring(kind) .. " on " .. s:gsub(".", function(c) return string.format("%02x", c:byte()) end))
-      assert(os.clock() - t0 < 0.05, "decode took too long")
+      assert(os.clock() - t0 < 0.5, "decode took too long") -- CPU time; a GC step or trace compile may land here
       n = n + 1
       if kind then
         accepted = accepted + 1
@@ -158,7 +158,7 @@ describe("DHT decoders under mutation", function()
         local t0 = os.clock()
         local ok, v, err = pcall(compact.decode, codec, s)
         assert(ok, name .. " decode raised: " .. tostring(v))
-        assert(os.clock() - t0 < 0.05, name .. " decode took too long")
+        assert(os.clock() - t0 < 0.5, name .. " decode took too long") -- CPU time, as above
         n = n + 1
         if v ~= nil then
           accepted = accepted + 1
