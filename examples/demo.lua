@@ -27,6 +27,9 @@ local function main()
     for _ = 1, TOTAL / #BLOCK do assert(conn:write(BLOCK)) end
     conn:finish()
     sender_stats:put(conn:stats())
+    -- finish returns once the client's stream has our bytes, not once the
+    -- client read them: close (a reset) only after the client is done
+    conn:wait_closed(30000)
     conn:close()
   end)
   assert(server:listen(keypair))

@@ -505,6 +505,36 @@ describe("secretstream misuse", function()
   end))
 end)
 
+describe("secretstream failure keeps what was decrypted", function()
+  it("a reset after the peer's last frames: the reader gets every byte, then the error", run(function()
+    local x, y = pair()
+    assert(x:ready(5000))
+    assert(y:ready(5000))
+    local data = string.rep("0123456789abcdef", 8192) -- 128 KiB
+    assert(x:write(data))
+    -- wait until y's reader task decrypted it all (nothing read yet)
+    local deadline = ludx.now() + 10000
+    while y.rbytes < #data and ludx.now() < deadline do ludx.sleep(5) end
+    assert.are.equal(#data, y.rbytes)
+    x:close() -- the raw end resets: y fails with ECONNRESET
+    assert(y:wait_closed(5000))
+    local got = {}
+    while true do
+      local d, _, code = y:read(nil, 5000)
+      if not d then
+        assert.are.equal("ECONNRESET", code)
+        break
+      end
+      got[#got + 1] = d
+    end
+    assert.are.equal(data, table.concat(got))
+    assert.are.equal("ECONNRESET", select(3, y:read())) -- the error stays
+    y:close()
+    assert.are.equal(0, y.rbytes) -- close drops what the failure kept
+    assert.are.equal("ECONNRESET", select(3, y:read())) -- a failed stream keeps its error
+  end))
+end)
+
 describe("secretstream read_highwater", function()
   it("bounds what a peer's unread frames hold (bytes plus 64 per frame), and the rest waits in the raw stream", run(function()
     local x, y = pair(nil, { initiator = false, read_highwater = 16384 }, { highwater = 4096 })

@@ -121,7 +121,10 @@ local function wake_everyone(self)
   self.close_waiters:wake_all(true)
 end
 
-local function release(self)
+-- keep: a failure keeps the plaintext already decrypted (authenticated) for
+-- the reader, which takes it before the error (a peer's reset after its
+-- last frames loses nothing); close() drops it.
+local function release(self, keep)
   if self.hs_timer then
     self.hs_timer:cancel()
     self.hs_timer = nil
@@ -132,7 +135,7 @@ local function release(self)
   end
   self.framer_stats = self.framer:stats()
   self.framer:destroy()
-  self.rbuf, self.rhead, self.rtail, self.rbytes = {}, 1, 0, 0
+  if not keep then self.rbuf, self.rhead, self.rtail, self.rbytes = {}, 1, 0, 0 end
   self.pending, self.pending_bytes = {}, 0
   wake_everyone(self)
   ludx.untrack(self)
@@ -143,7 +146,7 @@ end
 local function fail(self, msg, code)
   if self.err or self.closed then return end
   self.err = { msg = msg, code = code }
-  release(self)
+  release(self, true)
 end
 
 local function dead(self)
@@ -586,10 +589,11 @@ local function read_loop(self, what, fname, deadline, has, take_fn, arg)
   local r
   while true do
     local d, msg, code = dead(self)
-    if d == nil then
-      r = pack(nil, msg, code)
-    elseif has(self) then
+    if has(self) and not self.closed then
+      -- what was decrypted before a failure comes first, then the error
       r = pack(take_fn(self, arg))
+    elseif d == nil then
+      r = pack(nil, msg, code)
     elseif self.eof then
       r = pack(nil)
     else
@@ -711,7 +715,12 @@ function Stream:close()
   if self.closed then return true end
   local failed = self.err ~= nil
   self.closed = true
-  if not failed then release(self) end
+  if failed then
+    self.rbuf, self.rhead, self.rtail, self.rbytes = {}, 1, 0, 0 -- what a failure kept
+    wake_everyone(self)
+  else
+    release(self)
+  end
   return true
 end
 
