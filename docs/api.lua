@@ -465,7 +465,10 @@ the table; bans are kept up to `max_peer_table` (the oldest is forgotten);
 a discovered peer keeps at most 3 relay addresses.
 
 `close()` is the graceful end (every topic and the swarm key unannounced,
-then destroy); `destroy()` ends at once without unannouncing.]],
+then destroy); `destroy()` ends at once without unannouncing. Once either
+began, waiters and later calls get the swarm's own code: nil, "swarm
+closed", "SWARM_CLOSED" after close, nil, "swarm destroyed",
+"SWARM_DESTROYED" after destroy.]],
     example = [[
 local tn = assert(dht.testnet(3))
 local a = assert(swarm.new({ bootstrap = tn.bootstrap, port = 0 }))
@@ -506,7 +509,7 @@ b:close()  a:close()                        -- unannounce, close connections]],
           { ":listen(timeout?: number) -> " .. E, "Announces the swarm's key so peers can dial it (join with server does it)." },
           { ":stats() -> stats: table", "Counters: attempted, client_opened, client_closed, server_opened, server_closed, duplicates, banned, peers_dropped, server_refused, bans_forgotten (past max_peer_table bans the oldest is forgotten); and now: connecting, connections, peers, queued." },
           { ":topics() -> topics: string[]", "The joined topics." },
-          { ":close(timeout?: number) -> ok: true", "The graceful end: leaves every topic and stops the server, unannouncing all at once (each up to timeout ms, default 10 s), then destroy. Idempotent." },
+          { ":close(timeout?: number) -> ok: true", "The graceful end: leaves every topic and stops the server, unannouncing all at once (each up to timeout ms, default 10 s), then destroy. Waiting listen and flush calls, and every later call, get nil, \"swarm closed\", \"SWARM_CLOSED\". Idempotent: a second close waits for the first one's end; destroy meanwhile ends it at once." },
           { ":destroy() -> ok: true", "Ends now, without unannouncing: every connection and dial is closed (their tasks see reads and writes fail), timers stop, waiters get nil, \"swarm destroyed\", \"SWARM_DESTROYED\"; a DHT node the swarm made is destroyed. Idempotent." },
         } },
       { name = "ludx.swarm.Session", impl = "ludx.swarm.discovery:Session", doc = "A join of a topic.", fields = { { "topic", "string" }, { "is_server", "boolean" }, { "is_client", "boolean" } }, methods = {
@@ -725,7 +728,7 @@ print(r.files, r.bytes)]],
     },
     classes = {
       { name = "ludx.share.Share", doc = "A share being served.", fields = { { "key", "string", "The public key (32 bytes)." }, { "manifest", "table" } }, methods = {
-          { ":close(opts?: table) -> ok: true", "Stops announcing and refuses new clients (transfers in progress go on); opts.fast skips the unannounce round trip." },
+          { ":close(opts?: table) -> ok: true", "Stops announcing and refuses new clients (transfers in progress go on); opts.fast skips the unannounce round trip (opts.timeout bounds it, default 10000 ms). Idempotent: a second close waits for the first one's unannounce; destroy meanwhile ends it at once." },
           { ":destroy() -> ok: true", "As close without the unannounce round trip." },
         } },
     },

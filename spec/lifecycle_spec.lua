@@ -102,3 +102,124 @@ describe("every waiter wakes with a code", function()
     end))
   end
 end)
+
+-- Holds the server's unannounce (announcer:stop) until release() is called,
+-- so a close is surely in progress while the test acts.
+local function hold_unannounce(server)
+  local held = {}
+  server.announcer.stop = function(_, cb) held.cb = cb end
+  return held, function()
+    if held.cb then held.cb() end
+  end
+end
+
+-- Yields until cond() holds, at most n times (nothing here needs I/O).
+local function within_yields(cond, n)
+  for _ = 1, n or 20 do
+    if cond() then return true end
+    ludx.yield()
+  end
+  return cond() and true or false
+end
+
+describe("close and destroy, again and in turn", function()
+  for _, how in ipairs({ "close", "destroy" }) do
+    it("swarm:" .. how .. "() wakes listen and flush with the swarm's own code", run(function()
+      local silent = assert(udx.bind("127.0.0.1", 0))
+      local _, port = silent:address()
+      local sw = assert(swarm.new({ bootstrap = "127.0.0.1:" .. port, host = "127.0.0.1" }))
+      sw:join(dht.hash("lifecycle flush " .. how))
+      local want = how == "close" and { nil, "swarm closed", "SWARM_CLOSED" }
+        or { nil, "swarm destroyed", "SWARM_DESTROYED" }
+      local got = ended(sw, how, {
+        flush = function() return sw:flush(T) end,
+        listen = function() return sw:listen(T) end,
+      })
+      assert.are.same(want, got.flush)
+      assert.are.same(want, got.listen)
+      -- and so do later calls
+      assert.are.same(want, { sw:flush(T) })
+      assert.are.same(want, { sw:listen(T) })
+      silent:close()
+    end))
+  end
+
+  it("a second swarm:close() waits for the first one's end", run(function()
+    local tn = assert(dht.testnet(3))
+    local sw = assert(swarm.new({ dht = assert(tn:create_node()) }))
+    assert(sw:listen(T))
+    local _, release = hold_unannounce(sw.server)
+    local order = {}
+    local a = ludx.spawn("first close", function()
+      sw:close()
+      order[#order + 1] = "first"
+    end)
+    assert.is_true(within_yields(function() return a.state == "waiting" end))
+    local b = ludx.spawn("second close", function()
+      assert.is_true(sw:close())
+      order[#order + 1] = "second"
+      return sw.destroyed
+    end)
+    for _ = 1, 5 do ludx.yield() end
+    assert.are.same({}, order) -- the second close has not returned early
+    release()
+    assert.is_true(b:join(T))
+    a:join(T)
+    assert.are.same({ "first", "second" }, order)
+    tn:destroy()
+  end, 90000))
+
+  it("swarm.new{bootstrap=5} names swarm.new and the argument, at the caller's line", run(function()
+    local ok, err = pcall(swarm.new, { bootstrap = 5 })
+    assert.is_false(ok)
+    assert.matches("bad argument 'opts.bootstrap' to 'swarm.new'", err, 1, true)
+    assert.matches("lifecycle_spec.lua", err, 1, true)
+  end))
+
+  local function new_share(tn)
+    local share = require "ludx.share"
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write("lifecycle\n")
+    f:close()
+    local s = assert(share.serve(assert(tn:create_node()), path))
+    return s, path
+  end
+
+  it("a second share:close() waits for the unannounce", run(function()
+    local tn = assert(dht.testnet(3))
+    local s, path = new_share(tn)
+    local _, release = hold_unannounce(s.server)
+    local order = {}
+    local a = ludx.spawn("first close", function()
+      s:close()
+      order[#order + 1] = "first"
+    end)
+    assert.is_true(within_yields(function() return a.state == "waiting" end))
+    local b = ludx.spawn("second close", function()
+      assert.is_true(s:close())
+      order[#order + 1] = "second"
+    end)
+    for _ = 1, 5 do ludx.yield() end
+    assert.are.same({}, order)
+    release()
+    b:join(T)
+    a:join(T)
+    assert.are.same({ "first", "second" }, order)
+    os.remove(path)
+    tn:destroy()
+  end, 90000))
+
+  it("share:destroy() during a graceful close ends it at once", run(function()
+    local tn = assert(dht.testnet(3))
+    local s, path = new_share(tn)
+    hold_unannounce(s.server) -- never answers
+    local a = ludx.spawn("close", function() return s:close({ timeout = 10 * T }) end)
+    assert.is_true(within_yields(function() return a.state == "waiting" end))
+    assert.is_true(s:destroy())
+    assert.is_true(within_yields(function() return a.state == "dead" end), "close still waits after destroy")
+    assert.is_true(a:join(T))
+    os.remove(path)
+    tn:destroy()
+  end, 90000))
+end)

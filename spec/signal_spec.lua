@@ -161,6 +161,38 @@ describe("ludx.signal", function()
     tn:close()
   end, 90000))
 
+  it("ludx beam unannounces on Ctrl-C before the pipe is up", run(function()
+    local tn = assert(process.spawn(H.ludx_bin, { "dht", "testnet" }))
+    local bs = assert(tn:read_line(20000))
+    -- its messages go to stderr: read them as stdout
+    local beam = assert(process.spawn("/bin/sh", { "-c", 'exec "$0" beam --bootstrap "$1" 2>&1', H.ludx_bin, bs }))
+    local out = assert(beam:expect("Joined the DHT", 30000, true)) -- listening, waiting for a peer
+    local phrase = assert(out:match("Run ludx beam (%w+) to connect"))
+    local dht = require "ludx.dht"
+    local seed = assert(require("ludx.cmd.beam").decode(phrase))
+    local key = dht.keypair(seed).public_key
+    local node = assert(dht.new({ bootstrap = bs, host = "127.0.0.1", port = 0 }))
+    assert(node:ready(30000))
+    local function announced()
+      local n = 0
+      for r in assert(node:find_peer(key, 30000)) do
+        if r.peer then n = n + 1 end
+      end
+      return n
+    end
+    assert.is_true(announced() > 0)
+    assert(beam:kill("SIGINT"))
+    while beam:read(30000) do end
+    local status = beam:wait(30000)
+    assert.are.equal(130, status)
+    assert.are.equal(0, announced(), "beam still announced")
+    beam:close()
+    node:destroy()
+    tn:kill("SIGINT")
+    tn:wait(20000)
+    tn:close()
+  end, 90000))
+
   it("bad names raise, naming the function and argument", run(function()
     for _, bad in ipairs({ "SIGKILL", "SIGSTOP", "SIGNOPE", 42, {} }) do
       local ok, err = pcall(ludx.signal, bad)

@@ -65,7 +65,7 @@ function M.parse_key(hex) end
 ---@field manifest table
 local C1 = {}
 
---- Stops announcing and refuses new clients (transfers in progress go on); opts.fast skips the unannounce round trip.
+--- Stops announcing and refuses new clients (transfers in progress go on); opts.fast skips the unannounce round trip (opts.timeout bounds it, default 10000 ms). Idempotent: a second close waits for the first one's unannounce; destroy meanwhile ends it at once.
 ---@param opts? table
 ---@return true ok
 function C1:close(opts) end

@@ -29,7 +29,10 @@
 --- a discovered peer keeps at most 3 relay addresses.
 ---
 --- `close()` is the graceful end (every topic and the swarm key unannounced,
---- then destroy); `destroy()` ends at once without unannouncing.
+--- then destroy); `destroy()` ends at once without unannouncing. Once either
+--- began, waiters and later calls get the swarm's own code: nil, "swarm
+--- closed", "SWARM_CLOSED" after close, nil, "swarm destroyed",
+--- "SWARM_DESTROYED" after destroy.
 ---@class ludx.swarm
 ---@field MAX_PEERS integer 64: dialing stops at this many connections (fewer with join_peer peers).
 ---@field MAX_PARALLEL integer 3: dials at once.
@@ -112,7 +115,7 @@ function C1:stats() end
 ---@return string[] topics
 function C1:topics() end
 
---- The graceful end: leaves every topic and stops the server, unannouncing all at once (each up to timeout ms, default 10 s), then destroy. Idempotent.
+--- The graceful end: leaves every topic and stops the server, unannouncing all at once (each up to timeout ms, default 10 s), then destroy. Waiting listen and flush calls, and every later call, get nil, "swarm closed", "SWARM_CLOSED". Idempotent: a second close waits for the first one's end; destroy meanwhile ends it at once.
 ---@param timeout? number
 ---@return true ok
 function C1:close(timeout) end

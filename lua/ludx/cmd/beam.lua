@@ -27,7 +27,8 @@ listening side stops listening once its peer is in.
 
 The pipe ends when both sides have ended: stdin's end ends this side's
 half; the other side's end ends ours too (as hyperbeam does). Ctrl-C before
-the pipe is up quits; after, it ends this side's half.
+the pipe is up quits (the listening side unannounces first; a second Ctrl-C
+quits at once); after, it ends this side's half.
 
 options:
   -r, --reuse          listen under PASSPHRASE instead of connecting (to
@@ -211,12 +212,21 @@ local function main(opts, phrase)
     if not ok then return shutdown(1, "could not announce: " .. tostring(err)) end
     joined()
     while not conn and not state.signals do state.ev:wait("beam: a peer") end
-    server:close({ fast = true })
     if not conn then
       say("Shutting down beam...")
       state.quit = true
+      -- unannounce, so no stale record of the key stays on the DHT (issue
+      -- 14); a second Ctrl-C cuts the wait short
+      local seen = state.signals
+      local cutter = ludx.spawn("beam unannounce", function()
+        while state.signals == seen do state.ev:wait("beam: unannouncing") end
+        server:destroy()
+      end)
+      server:close({ timeout = timeout })
+      cutter:cancel("unannounced")
       return shutdown(130)
     end
+    server:close({ fast = true })
     local ok2, err2 = conn:ready(timeout)
     if not ok2 then return shutdown(1, err2) end
   else

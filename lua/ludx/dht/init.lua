@@ -223,6 +223,12 @@ function M.new(opts)
   return new_node(opts, "dht.new")
 end
 
+-- dht.new for a module that makes a node from its own options (swarm.new):
+-- argument errors name fname.
+function M._new(opts, fname)
+  return new_node(opts, fname)
+end
+
 -- "host:port" or a list of them (or of {host=, port=}), as io.lua takes.
 local function check_bootstrap(b, fname)
   if type(b) == "string" then b = { b } end

@@ -334,9 +334,11 @@ function Share:_release()
 end
 
 --- Stops announcing and refuses new clients (open transfers go on).
--- opts.fast skips the unannounce round trip.
+-- opts.fast skips the unannounce round trip. Idempotent: a second close
+-- waits for the first one's unannounce; destroy() ends it at once.
 function Share:close(opts)
-  if self.closed then return true end
+  -- the server's close waits for, or (fast) cuts short, the one running
+  if self.closed then return self.server:close(opts) end
   self.closed = true
   local ok, msg, code = self.server:close(opts)
   self:_release()

@@ -37,6 +37,14 @@ local SWARM_KEYS = {
 }
 
 local DESTROYED = { "swarm destroyed", "SWARM_DESTROYED" }
+local CLOSED = { "swarm closed", "SWARM_CLOSED" }
+
+-- The swarm's own end, for every call and waiter once close or destroy
+-- began (issue 14: waiters get the swarm's code, not a layer's below).
+local function ended(self)
+  local e = self.end_err or DESTROYED
+  return nil, e[1], e[2]
+end
 
 M._key_greater = conns.key_greater
 
@@ -79,7 +87,7 @@ function M.new(opts)
       if not SWARM_KEYS[k] then o[k] = v end
     end
     local msg, code
-    node, msg, code = dht.new(o)
+    node, msg, code = dht._new(o, "swarm.new")
     if not node then return nil, msg, code end
     owns = true
   elseif type(node) ~= "table" or getmetatable(node) ~= dht.Node then
@@ -150,7 +158,7 @@ function Swarm:listen(timeout)
   timeout = check.timeout(timeout, "listen")
   local deadline = check.deadline(timeout)
   while true do
-    if self.destroyed then return nil, DESTROYED[1], DESTROYED[2] end
+    if self.destroyed or self.closing then return ended(self) end
     if self.listen_state == "done" then return true end
     if self.listen_state == nil then break end
     local ok, msg, code = self.listen_waiters:wait("swarm listen", check.left(deadline), "listen")
@@ -165,7 +173,8 @@ function Swarm:listen(timeout)
     self.listen_state = nil
   end
   self.listen_waiters:wake_all(true)
-  if self.destroyed then return nil, DESTROYED[1], DESTROYED[2] end
+  -- a close or destroy during the announce (the server answers SERVER_CLOSED)
+  if self.destroyed or self.closing then return ended(self) end
   if not ok then return nil, msg, code end
   return true
 end
@@ -177,7 +186,7 @@ function Swarm:join(topic, opts)
   check.string(topic, "topic", "join")
   opts = check.table(opts, "opts", "join", true)
   if #topic ~= 32 then return nil, "invalid topic", "EINVAL" end
-  if self.destroyed then return nil, DESTROYED[1], DESTROYED[2] end
+  if self.destroyed or self.closing then return ended(self) end
   local server, client = opts.server, opts.client
   if server == nil then server = true end
   if client == nil then client = true end
@@ -209,7 +218,7 @@ end
 -- leave_peer.
 function Swarm:join_peer(public_key)
   check.bytes(public_key, 32, "public_key", "join_peer")
-  if self.destroyed then return nil, DESTROYED[1], DESTROYED[2] end
+  if self.destroyed or self.closing then return ended(self) end
   local p = self:_upsert(public_key, nil, true)
   if not p then return nil, "that is our own key", "EINVAL" end
   if not p.explicit then
@@ -248,7 +257,7 @@ function Swarm:_attempted(timeout)
     if e.connecting then snap[#snap + 1] = e end
   end
   while true do
-    if self.destroyed then return nil, DESTROYED[1], DESTROYED[2] end
+    if self.destroyed or self.closing then return ended(self) end
     local pending = false
     if not self:_saturated() then
       for _, x in ipairs(snap) do
@@ -269,10 +278,13 @@ end
 function Swarm:flush(timeout)
   timeout = check.timeout(timeout, "flush")
   local deadline = check.deadline(timeout)
+  if self.destroyed or self.closing then return ended(self) end
   local list = {}
   for _, d in pairs(self.discoveries) do list[#list + 1] = d end
   for _, d in ipairs(list) do
     local ok, msg, code = d:flushed(check.left(deadline))
+    -- the swarm's close leaves every topic: that is the swarm's end, not one topic's
+    if self.destroyed or self.closing then return ended(self) end
     if ok == nil and code ~= "SWARM_TOPIC_LEFT" then return nil, msg, code end
   end
   return self:_attempted(check.left(deadline))
@@ -307,6 +319,7 @@ end
 function Swarm:destroy()
   if self.destroyed then return true end
   self.destroyed = true
+  self.end_err = self.end_err or DESTROYED
   ludx.untrack(self)
   for _, d in pairs(self.discoveries) do d:destroy(false) end
   self.discoveries = {}
@@ -328,19 +341,32 @@ function Swarm:destroy()
       self:_gone(e)
     end
   end
-  self.progress:wake_all(nil, DESTROYED[1], DESTROYED[2])
-  self.listen_waiters:wake_all(nil, DESTROYED[1], DESTROYED[2])
+  local e = self.end_err
+  self.progress:wake_all(nil, e[1], e[2])
+  self.listen_waiters:wake_all(nil, e[1], e[2])
   if self.owns_dht then self.dht:destroy() end
+  -- a second close() waiting for this end
+  if self.close_waiters then self.close_waiters:wake_all(true) end
   return true
 end
 
 --- The graceful end: leaves every topic and stops the server, unannouncing
 -- all at once (each up to timeout ms, default 10 s), then destroy().
--- Outside a task it is destroy(). Idempotent.
+-- Waiters and later calls get nil, "swarm closed", "SWARM_CLOSED".
+-- Outside a task it is destroy(). Idempotent: a second close waits for the
+-- first one's end; destroy() ends it at once.
 function Swarm:close(timeout)
   timeout = check.timeout(type(timeout) == "table" and timeout.timeout or timeout, "close")
-  if self.destroyed or self.closing then return true end
+  if self.destroyed then return true end
+  if self.closing then
+    if ludx.running() and ludx.current() then self.close_waiters:wait("swarm close", nil, "close") end
+    return true
+  end
   self.closing = true
+  self.end_err = CLOSED
+  self.close_waiters = ludx.waiters()
+  self.progress:wake_all(nil, CLOSED[1], CLOSED[2])
+  self.listen_waiters:wake_all(nil, CLOSED[1], CLOSED[2])
   if ludx.running() and ludx.current() then
     local ok, err = pcall(function()
       local left, done = 0, ludx.waiters()
