@@ -194,7 +194,7 @@ print(b:read(), b.remote_public_key == a.public_key)]],
     classes = {
       { name = "ludx.secretstream.Stream", impl = "ludx.secretstream:Stream", doc = "An encrypted stream.", fields = { { "public_key", "string" }, { "remote_public_key", "string", "The peer's key, once ready." }, { "handshake_hash", "string" } }, methods = {
           { ":ready(timeout?: number) -> " .. E, "Waits for the handshake." },
-          { ":read(max?: integer, timeout?: number) -> data: string?, err: string?, code: string?", "Decrypted bytes, up to max; nil at the end. Codes: EDECRYPT, EFRAME, EHANDSHAKE, EREMOTEKEY, ETIMEDOUT, or the raw stream's." },
+          { ":read(max?: integer, timeout?: number) -> data: string?, err: string?, code: string?", "Decrypted bytes, up to max; nil at the end. After a failure, what was decrypted before it comes first, then the error. Codes: EDECRYPT, EFRAME, EHANDSHAKE, EREMOTEKEY, ETIMEDOUT, or the raw stream's." },
           { ":write(data: string, timeout?: number) -> " .. E, "One frame (at most MAX_WRITE bytes). Writes before the handshake are queued (up to 1 MiB)." },
           { ":recv_message(timeout?: number) -> message: string?, err: string?, code: string?", "The next message: the plaintext of one frame as the peer wrote it; nil at the end. Frames stay apart until the first read() (which joins them, the byte-stream fast path) or from wrap's opts.messages; after a read() it is an EINVAL error. Empty frames are keep-alives, never messages." },
           { ":send_message(data: string, timeout?: number) -> " .. E, "One message = one frame: the same as write." },

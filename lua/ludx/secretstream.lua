@@ -28,7 +28,9 @@
 --
 -- Errors are nil, msg, code. A stream that fails (bad input, handshake
 -- failure, raw stream error) closes its raw stream and then returns the
--- same error from every call. Codes: EHANDSHAKE (Noise failed, incl. an
+-- same error from every call, except that read() and recv_message() first
+-- hand over the plaintext already decrypted (authenticated) before the
+-- failure; close() drops it. Codes: EHANDSHAKE (Noise failed, incl. an
 -- invalid point, or the raw stream ended during it), EREMOTEKEY (the peer's
 -- static key is not remote_public_key), EDECRYPT (a frame did not
 -- authenticate: bit flip, replay, reorder), EFRAME (bad length, truncated at
