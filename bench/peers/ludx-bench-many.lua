@@ -43,7 +43,7 @@ end
 -- keeps each stream's payload bytes acknowledged so far: its packets since
 -- the last sample times its payload size now (MTU probing changes it).
 local function sample_streams(streams, acked)
-  local agg = { t_ms = ludx.now(), streams = #streams, delivered = 0, delivered_bytes = 0, cwnd = 0, inflight = 0,
+  local agg = { t_ms = core.wallclock(), streams = #streams, delivered = 0, delivered_bytes = 0, cwnd = 0, inflight = 0,
     pacing_rate = 0, max_payload = 0 }
   local rtts, min_rtt = {}, nil
   for i, s in ipairs(streams) do
@@ -141,29 +141,41 @@ local function main(argv)
     if tail > 0 then h:update(buf:sub(1, tail)) end
     local one = h:hex()
     emit({ event = "start", t = t0 })
+    -- every 10 ms (or trace ms), the smoothed RTT of each stream with
+    -- packets in flight: the median of these is the RTT the streams saw
+    -- together; with a trace, one sample of the streams together each time.
+    -- The writers sample too: on a fast loopback one loop turn takes ~15 ms
+    -- of writes and acks, and a sleeping sampler alone woke that rarely (37
+    -- samples in a 256 MB transfer).
+    local rtts, sampling, samples, acked = {}, true, {}, {}
+    local tracing = o.trace > 0 and o.traceFile ~= ""
+    local interval, last_sample = o.trace > 0 and o.trace or 10, 0
+    local function maybe_sample()
+      local t = core.wallclock()
+      if t - last_sample < interval then return end
+      last_sample = t
+      if tracing then samples[#samples + 1] = sample_streams(streams, acked) end
+      for _, s in ipairs(streams) do
+        local st = s:stats_struct()
+        if st.inflight > 0 and st.rtt_us > 0 then rtts[#rtts + 1] = st.rtt_us / 1000 end
+      end
+    end
     local tasks, done_at = {}, {}
     for i, s in ipairs(streams) do
       tasks[i] = ludx.spawn("send " .. i, function()
-        for _ = 1, full do assert(s:write(buf)) end
+        for _ = 1, full do
+          assert(s:write(buf))
+          maybe_sample()
+        end
         if tail > 0 then assert(s:write(buf:sub(1, tail))) end
         assert(s:flush(o.timeoutMs))
         done_at[i] = core.wallclock()
       end)
     end
-    -- every 10 ms (or trace ms), the smoothed RTT of each stream with
-    -- packets in flight: the median of these is the RTT the streams saw
-    -- together; with a trace, one sample of the streams together each time
-    local rtts, sampling, samples, acked = {}, true, {}, {}
-    local tracing = o.trace > 0 and o.traceFile ~= ""
     local sampler = ludx.spawn("rtt samples", function()
       while sampling do
-        ludx.sleep(o.trace > 0 and o.trace or 10)
-        local agg = tracing and sample_streams(streams, acked) or nil
-        if agg then samples[#samples + 1] = agg end
-        for _, s in ipairs(streams) do
-          local st = s:stats_struct()
-          if st.inflight > 0 and st.rtt_us > 0 then rtts[#rtts + 1] = st.rtt_us / 1000 end
-        end
+        ludx.sleep(interval)
+        maybe_sample()
       end
     end)
     for _, t in ipairs(tasks) do
