@@ -97,6 +97,17 @@ end
 
 -- Ends a channel here. is_remote: the remote closed it (or the stream
 -- ended); msg/code: why, when it was not a plain close.
+-- Lets go of the remote open ch was paired with: its slot and what it held.
+local function release_remote(self, ch)
+  local slot = self.remote[ch.remote_id]
+  if slot then
+    drop_pending(self, slot)
+    self.remote[ch.remote_id] = nil
+    self.remote_count = self.remote_count - 1
+  end
+  ch.remote_id = 0
+end
+
 local function close_channel(ch, is_remote, msg, code)
   if ch.closed then return end
   local self = ch.mux
@@ -107,27 +118,14 @@ local function close_channel(ch, is_remote, msg, code)
     info.opened = info.opened - 1
     if info.last_channel == ch then info.last_channel = nil end
     if ch.remote_id > 0 then
-      local slot = self.remote[ch.remote_id]
-      if slot then
-        drop_pending(self, slot)
-        self.remote[ch.remote_id] = nil
-        self.remote_count = self.remote_count - 1
-      end
-      ch.remote_id = 0
+      release_remote(self, ch)
       free_local(self, ch.local_id) -- the remote acked: the id can be reused now
     end
     self.locals[ch.local_id] = nil
     ch.local_id = 0
     gc_info(self, info)
   elseif ch.remote_id > 0 then
-    -- paired with a remote open, never opened here
-    local slot = self.remote[ch.remote_id]
-    if slot then
-      drop_pending(self, slot)
-      self.remote[ch.remote_id] = nil
-      self.remote_count = self.remote_count - 1
-    end
-    ch.remote_id = 0
+    release_remote(self, ch) -- paired with a remote open, never opened here
   end
   -- queued messages stay readable, but no longer hold the mux's reader
   self.buffered = self.buffered - ch.qbytes
