@@ -7,14 +7,12 @@
 local ludx = require "ludx"
 local udx = require "ludx.udx"
 local H = require "helper"
+local U = require "hardening_util"
 local transfer = require "ludx.bench.transfer"
 local bench = require "ludx.bench"
 local run = H.run
 local band = require("bit").band
 
-local function u32(d, at)
-  return d:byte(at) + d:byte(at + 1) * 256 + d:byte(at + 2) * 65536 + d:byte(at + 3) * 16777216
-end
 
 local END = 2
 
@@ -36,9 +34,9 @@ local function lose_last_ack()
         local drop = false
         if #d >= 20 then
           local type = d:byte(3)
-          if not from_s and band(type, END) ~= 0 then r_end = u32(d, 13) end
+          if not from_s and band(type, END) ~= 0 then r_end = U.u32(d, 13) end
           -- a pure ACK (no data, end, sack, message, destroy) acking the END
-          if from_s and r_end and state.dropped == 0 and band(type, 0x3b) == 0 and u32(d, 17) > r_end then
+          if from_s and r_end and state.dropped == 0 and band(type, 0x3b) == 0 and U.u32(d, 17) > r_end then
             drop = true
             state.dropped = 1
           end

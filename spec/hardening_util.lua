@@ -9,6 +9,12 @@ local U = {}
 
 local next_id = 1000
 --- A fresh pair of stream ids (unique within the process).
+--- The little-endian 32-bit number at byte `at` (1-based) of d: a udx
+-- header's id (5), rwnd (9), seq (13) or ack (17).
+function U.u32(d, at)
+  return d:byte(at) + d:byte(at + 1) * 256 + d:byte(at + 2) * 65536 + d:byte(at + 3) * 16777216
+end
+
 function U.ids()
   next_id = next_id + 2
   return next_id - 1, next_id

@@ -11,9 +11,6 @@ local U = require "hardening_util"
 local run = H.run
 local band = require("bit").band
 
-local function u32(d, at)
-  return d:byte(at) + d:byte(at + 1) * 256 + d:byte(at + 2) * 65536 + d:byte(at + 3) * 16777216
-end
 local function le32(n)
   return string.char(n % 256, math.floor(n / 256) % 256, math.floor(n / 65536) % 256, math.floor(n / 16777216) % 256)
 end
@@ -58,11 +55,11 @@ describe("udx linger", function()
     local m, log = middlebox(pa, pb, ida, idb, function(d, from_a)
       local type = d:byte(3)
       if not from_a then
-        if band(type, END) ~= 0 then b_end = u32(d, 13) end
+        if band(type, END) ~= 0 then b_end = U.u32(d, 13) end
         return false
       end
       -- a's first pure ACK that covers b's END: the last packet a sends
-      if b_end and dropped == 0 and band(type, 0x3b) == 0 and u32(d, 17) > b_end then
+      if b_end and dropped == 0 and band(type, 0x3b) == 0 and U.u32(d, 17) > b_end then
         dropped = 1
         return true
       end
@@ -93,7 +90,7 @@ describe("udx linger", function()
     -- what a sent after the drop is a pure ACK past b's END
     local last = log[#log]
     assert.are.equal(0, band(last:byte(3), 0x3b))
-    assert.are.equal(b_end + 1, u32(last, 17))
+    assert.are.equal(b_end + 1, U.u32(last, 17))
     sa:close()
     sb:close()
     m:close()
@@ -113,10 +110,10 @@ describe("udx linger", function()
     local m = middlebox(pa, peer.ready.port, ida, idn, function(d, from_a)
       local type = d:byte(3)
       if not from_a then
-        if band(type, END) ~= 0 then n_end = u32(d, 13) end
+        if band(type, END) ~= 0 then n_end = U.u32(d, 13) end
         return false
       end
-      if n_end and dropped == 0 and band(type, 0x3b) == 0 and u32(d, 17) > n_end then
+      if n_end and dropped == 0 and band(type, 0x3b) == 0 and U.u32(d, 17) > n_end then
         dropped = 1
         return true
       end
