@@ -205,6 +205,70 @@ describe("ludx beam", function()
     tn:destroy()
   end, 60000))
 
+  it("ludx <-> ludx: once the pipe is done, no record of the maker's key stays on the DHT", run(function()
+    local tn, bs = testnet()
+    local input = dir .. "/unannounce"
+    write_file(input, "one line\n")
+    local a = side("ludx", bs, {}, { input = input })
+    local phrase = expect_err(a, "Run [%a ]*beam (%w+) to connect")
+    expect_err(a, "Joined the DHT")
+    local key = dht.keypair(beam.decode(phrase)).public_key
+    local n = assert(tn:create_node())
+    local function records()
+      local count = 0
+      for r in assert(n:find_peer(key, 30000)) do
+        if r.peer then count = count + 1 end
+      end
+      return count
+    end
+    assert.is_true(records() > 0) -- the lookup sees the announcement
+    local b = side("ludx", bs, { phrase }, { input = input })
+    assert.are.equal(0, finish(b), b.err)
+    assert.are.equal(0, finish(a), a.err)
+    assert.are.equal("one line\n", read_file(b.out))
+    assert.are.equal("one line\n", read_file(a.out))
+    -- the maker unannounced while the pipe ran (or before it exited)
+    assert.are.equal(0, records(), "the finished pipe's key is still announced")
+    tn:destroy()
+  end, 60000))
+
+  it("relays that never answer the unannounce: the maker's wait for it is bounded, and Ctrl-C cuts it", run(function()
+    local tn, bs = testnet()
+    local C = require("ludx.dht.constants").COMMANDS
+    for _, node in ipairs(tn.nodes) do
+      local h = node.h
+      local handle = h.handler
+      h.handler = function(req)
+        if req.command == C.UNANNOUNCE then return true end -- dropped: no reply
+        return handle(req)
+      end
+    end
+    local input = dir .. "/unanswered"
+    write_file(input, "one line\n")
+    local function pipe(args)
+      local a = side("ludx", bs, args, { input = input })
+      local phrase = expect_err(a, "Run [%a ]*beam (%w+) to connect")
+      expect_err(a, "Joined the DHT")
+      local b = side("ludx", bs, { phrase }, { input = input })
+      assert.are.equal(0, finish(b), b.err)
+      expect_err(a, "Unannouncing") -- the pipe is done; the unannounce is not
+      return a
+    end
+    -- left alone, it gives up once its requests time out (the close's own
+    -- bound, 10 s by default or --timeout, is the backstop)
+    local a = pipe({})
+    local t0 = ludx.now()
+    assert.are.equal(0, finish(a, 60000), a.err)
+    print(string.format("\n  beam exit wait on relays that never answer the unannounce: %d ms", ludx.now() - t0))
+    assert.are.equal("one line\n", read_file(a.out))
+    -- Ctrl-C during that wait ends it: the pipe's own status stands
+    a = pipe({})
+    assert(a:kill("SIGINT"))
+    assert.are.equal(0, finish(a), a.err)
+    assert.are.equal("one line\n", read_file(a.out))
+    tn:destroy()
+  end, 90000))
+
   it("a stdout nobody reads stops the sender: memory stays bounded", run(function()
     local tn, bs = testnet()
     local total = 48 * 1024 * 1024

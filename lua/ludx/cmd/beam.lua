@@ -23,12 +23,14 @@ for the other side (`ludx beam PASSPHRASE` or `hyperbeam PASSPHRASE`, the
 npm tool, which meets it both ways). With PASSPHRASE it connects to the side
 that made it. The phrase is 52 base32 characters (32 random bytes, the seed
 of the key pair both sides hold); only its holders can join, and the
-listening side stops listening once its peer is in.
+listening side stops listening once its peer is in (it unannounces while
+the pipe runs, and waits for that before it exits).
 
 The pipe ends when both sides have ended: stdin's end ends this side's
 half; the other side's end ends ours too (as hyperbeam does). Ctrl-C before
 the pipe is up quits (the listening side unannounces first; a second Ctrl-C
-quits at once); after, it ends this side's half.
+quits at once); after, it ends this side's half, and a second Ctrl-C
+quits at once.
 
 options:
   -r, --reuse          listen under PASSPHRASE instead of connecting (to
@@ -188,9 +190,22 @@ local function main(opts, phrase)
 
   local conn
   local timeout = tonumber(opts.timeout)
+  local unannouncing -- the task that unannounces while the pipe runs
   local function shutdown(status, err)
-    signals:cancel("beam over")
     if conn then conn:close() end
+    -- the announcement must not outlive the pipe: wait for the unannounce
+    -- (bounded by its timeout); a signal during the wait, or the second
+    -- Ctrl-C that ended the pipe, cuts it short
+    if unannouncing then
+      local seen = state.signals
+      if not state.unannounced and err ~= "interrupted" then say("Unannouncing... (Ctrl-C quits at once)") end
+      while not state.unannounced and state.signals == seen and err ~= "interrupted" do
+        state.ev:wait("beam: unannouncing")
+      end
+      unannouncing.server:destroy() -- ends a close still waiting (idempotent)
+      unannouncing.task:join()
+    end
+    signals:cancel("beam over")
     node:destroy()
     if err then say("Error: %s", err) end
     return status
@@ -226,7 +241,17 @@ local function main(opts, phrase)
       cutter:cancel("unannounced")
       return shutdown(130)
     end
-    server:close({ fast = true })
+    -- stop listening at once (no one else gets in) and unannounce in the
+    -- background, so the record does not outlive the pipe on the DHT and
+    -- the pipe does not wait for it
+    unannouncing = {
+      server = server,
+      task = ludx.spawn("beam unannounce", function()
+        pcall(server.close, server, { timeout = timeout }) -- at most timeout (the DHT's 10 s by default)
+        state.unannounced = true
+        wake()
+      end),
+    }
     local ok2, err2 = conn:ready(timeout)
     if not ok2 then return shutdown(1, err2) end
   else
