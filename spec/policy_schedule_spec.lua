@@ -54,6 +54,11 @@ describe("policy schedule", function()
       assert.are.same({ "3:2", "3:3", "1:1", "1:2", "1:3", "2:1" }, all("largest"))
       assert.are.same({ "1:1", "2:1", "3:2", "1:2", "3:3", "1:3" }, all("interleave", { spread = 3 }))
       assert.has_error(function() schedule.new("random", items) end)
+      local line = debug.getinfo(1, "l").currentline + 1
+      local ok, err = pcall(schedule.new, "interleave", items, { spread = 0 })
+      assert.is_false(ok)
+      assert.is_truthy(err:find("policy_schedule_spec.lua:" .. line .. ": bad argument 'opts.spread' to 'schedule.new' " ..
+        "(number >= 1 expected, got number 0)", 1, true), err)
     end)
   end)
 

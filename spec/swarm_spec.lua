@@ -436,6 +436,32 @@ describe("ludx.swarm", function()
     tn:destroy()
   end, 60000))
 
+  it("a wrong cap raises at the caller's line, naming swarm.new and opts.x, before a DHT node is made", run(function()
+    local tn = assert(dht.testnet(2))
+    local function fds()
+      local p = assert(io.popen("ls /proc/" .. ludx.core.getpid() .. "/fd"))
+      local n = 0
+      for _ in p:lines() do n = n + 1 end
+      p:close()
+      return n
+    end
+    local before = fds()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, err = pcall(swarm.new, { bootstrap = tn.bootstrap, host = "127.0.0.1", port = 0, max_peers = 1.5 })
+    assert.is_false(ok)
+    assert.is_truthy(err:find("swarm_spec.lua:" .. line .. ": bad argument 'opts.max_peers' to 'swarm.new' " ..
+      "(integer >= 0 expected, got number 1.5)", 1, true), err)
+    ok, err = pcall(swarm.new, { bootstrap = tn.bootstrap, connect_timeout = "10" })
+    assert.is_false(ok)
+    assert.matches("bad argument 'opts.connect_timeout' to 'swarm.new' %(integer >= 0 expected, got string%)", err)
+    assert.are.equal(before, fds(), "a DHT node (its sockets) outlived the failed swarm.new")
+    -- math.huge is "no cap"
+    local a = new_swarm(tn, { max_client_connections = math.huge })
+    assert.are.equal(math.huge, a.max_client_connections)
+    a:destroy()
+    tn:destroy()
+  end))
+
   it("argument errors raise; a bad topic is EINVAL", run(function()
     local tn = assert(dht.testnet(2))
     local a = new_swarm(tn)

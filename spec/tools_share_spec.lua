@@ -72,7 +72,7 @@ describe("ludx.share", function()
       assert.are.same({ { 40003, 0 } }, totals)
       assert.are.equal(40003, hashed)
       assert.has_error(function() manifest.build(d, { on_total = 5 }) end,
-        "bad argument 'opts.on_total' to 'build' (function expected, got number)")
+        "bad argument 'opts.on_total' to 'manifest.build' (function expected, got number)")
       assert.are.equal("dir", m.kind)
       assert.are.equal(3, #m.files)
       assert.are.same({ "empty", "two.txt", "x/one.bin" }, { m.files[1].path, m.files[2].path, m.files[3].path })
@@ -211,6 +211,26 @@ describe("ludx.share", function()
       a = assert(tn:create_node())
       b = assert(tn:create_node())
     end
+
+    it("a wrong option raises at the caller's line, naming share.serve and opts.x, before any hashing", function()
+      local src = newdir()
+      write(src .. "/a", "a")
+      local hashed = 0
+      local function on_bytes(n) hashed = hashed + n end
+      local line = debug.getinfo(1, "l").currentline + 1
+      local ok, err = pcall(share.serve, {}, src, { max_queued = 0, on_bytes = on_bytes })
+      assert.is_false(ok)
+      assert.is_truthy(err:find("tools_share_spec.lua:" .. line .. ": bad argument 'opts.max_queued' to 'share.serve' " ..
+        "(number >= 1 expected, got number 0)", 1, true), err)
+      line = debug.getinfo(1, "l").currentline + 1
+      ok, err = pcall(share.serve, {}, src, { chunk_size = 1000, on_bytes = on_bytes })
+      assert.is_false(ok)
+      assert.is_truthy(err:find("tools_share_spec.lua:" .. line .. ": bad argument 'opts.chunk_size' to 'share.serve' " ..
+        "(integer 16384..16777216 expected, got number 1000)", 1, true), err)
+      assert.are.equal(0, hashed)
+      assert.has_error(function() manifest.build(src, { max_entries = 0 }) end,
+        "bad argument 'opts.max_entries' to 'manifest.build' (integer >= 1 expected, got number 0)")
+    end)
 
     it("fetches a directory, checks every file, and then finds it complete", run(function()
       net()

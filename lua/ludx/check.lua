@@ -11,9 +11,10 @@
 --   check.bytes(key, 32, "public_key", "connect")  -- exactly 32 bytes
 --   check.port(port, "port", "ping", 1)            -- integer min..65535
 --   check.timeout(t, "read")                       -- nil or ms >= 0
+--   check.opt_number(opts, "max_peers", "swarm.new", 64, 0, true)  -- opts.max_peers, integer >= 0
 --   local deadline = check.deadline(timeout); ... check.left(deadline)
 --   local r = check.pack(f()); return unpack(r, 1, r.n)
-local type, tostring, select, format = type, tostring, select, string.format
+local type, tostring, select, format, huge = type, tostring, select, string.format, math.huge
 local getinfo = debug.getinfo
 
 local M = {}
@@ -106,6 +107,21 @@ function M.timeout(t, fname, name)
     M.fail(name or "timeout", fname, "non-negative number of ms", tostring(t))
   end
   return t
+end
+
+--- opts[name], a number option (a cap, a size, ms): nil gives default;
+-- else a number in min..max (max: none when nil), an integer when integer
+-- is true (math.huge passes: no cap). A wrong one raises naming 'opts.NAME'
+-- to fname (the public function) at the user's line.
+function M.opt_number(opts, name, fname, default, min, integer, max)
+  local v = opts[name]
+  if v == nil then return default end
+  max = max or huge
+  if type(v) ~= "number" or v ~= v or v < min or v > max or (integer and v % 1 ~= 0 and v ~= huge) then
+    local range = max == huge and ">= " .. min or min .. ".." .. max
+    M.fail("opts." .. name, fname, (integer and "integer " or "number ") .. range, type(v) == "number" and "number " .. v or type(v))
+  end
+  return v
 end
 
 local now = nil

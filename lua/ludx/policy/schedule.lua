@@ -16,6 +16,8 @@
 --               several files make progress together
 --
 -- This runs once per chunk (a megabyte), never per packet.
+local check = require "ludx.check"
+
 local M = {}
 
 M.ORDERS = { "sequential", "smallest", "largest", "interleave" }
@@ -53,8 +55,9 @@ function M.new(order, items, opts)
       return a.pos < b.pos
     end)
   end
-  local spread = order == "interleave" and ((opts and opts.spread) or 4) or 1
-  if type(spread) ~= "number" or spread < 1 then error("bad argument 'opts.spread' to 'schedule.new' (positive number expected)", 2) end
+  opts = check.table(opts, "opts", "schedule.new", true)
+  local spread = check.opt_number(opts, "spread", "schedule.new", 4, 1)
+  if order ~= "interleave" then spread = 1 end
   return setmetatable({ order = order, list = list, head = 1, active = {}, turn = 0, spread = spread }, Sched)
 end
 

@@ -25,10 +25,11 @@ M.manifest = manifest.build
 -- Returns the share (share.key, share.manifest, share:close()).
 function M.serve(node, what, opts)
   opts = opts or {}
+  server._options(opts) -- a wrong option raises before the hashing
   local m = what
   if type(what) == "string" then
     local msg, code
-    m, msg, code = manifest.build(what, opts)
+    m, msg, code = manifest.build(what, opts, "share.serve")
     if not m then return nil, msg, code end
   elseif type(what) ~= "table" or not what.encoded then
     error("bad argument 'what' to 'serve' (path or manifest expected, got " .. type(what) .. ")", 2)

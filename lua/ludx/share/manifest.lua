@@ -150,18 +150,13 @@ end
 -- kept in m.root (a core.fs_opendir handle; manifest.close(m) lets it go).
 -- Nothing below it is ever followed: the walk, the hashing and the server
 -- reach every file from m.root one component at a time without links.
-function M.build(root, opts)
+function M.build(root, opts, fname)
   opts = opts or {}
-  local chunk_size = opts.chunk_size or M.CHUNK_SIZE
-  if type(chunk_size) ~= "number" or chunk_size < M.MIN_CHUNK or chunk_size > M.MAX_CHUNK or chunk_size % 1 ~= 0 then
-    error("bad argument 'opts.chunk_size' to 'build' (" .. M.MIN_CHUNK .. ".." .. M.MAX_CHUNK .. " expected)", 2)
-  end
-  local max_entries = opts.max_entries or M.MAX_ENTRIES
-  if type(max_entries) ~= "number" or max_entries < 1 or max_entries % 1 ~= 0 then
-    error("bad argument 'opts.max_entries' to 'build' (positive integer expected)", 2)
-  end
-  check.func(opts.on_total, "opts.on_total", "build", true)
-  check.func(opts.on_bytes, "opts.on_bytes", "build", true)
+  fname = fname or "manifest.build" -- share.serve builds under its own name
+  local chunk_size = check.opt_number(opts, "chunk_size", fname, M.CHUNK_SIZE, M.MIN_CHUNK, true, M.MAX_CHUNK)
+  local max_entries = check.opt_number(opts, "max_entries", fname, M.MAX_ENTRIES, 1, true)
+  check.func(opts.on_total, "opts.on_total", fname, true)
+  check.func(opts.on_bytes, "opts.on_bytes", fname, true)
   local st, msg, code = fs.stat(root)
   if not st then return nil, root .. ": " .. tostring(msg), code end
   if st.type ~= "file" and st.type ~= "directory" then

@@ -13,6 +13,7 @@
 -- that were hashed (same device, inode and size; when the change time
 -- differs, each chunk is checked against its hash before it is sent).
 local ludx = require "ludx"
+local check = require "ludx.check"
 local core = ludx.core
 local wire = require "ludx.share.wire"
 local manifest = require "ludx.share.manifest"
@@ -280,13 +281,21 @@ local function handle(self, conn)
   emit(self, "close", { peer = peer, host = host, bytes = st.bytes, error = err })
 end
 
-local function opt(opts, name, default)
-  local v = opts[name]
-  if v == nil then return default end
-  if type(v) ~= "number" or v < 1 or v ~= v then
-    error("bad argument 'opts." .. name .. "' to 'serve' (positive number expected, got " .. tostring(v) .. ")", 3)
-  end
-  return v
+-- The caps of serve from opts (numbers >= 1, the defaults in M); a wrong
+-- one raises, naming share.serve (share.serve checks them before it hashes).
+function M._options(opts)
+  local function cap(name, default) return check.opt_number(opts, name, "share.serve", default, 1) end
+  return {
+    max_connections = cap("max_connections", M.MAX_CONNECTIONS),
+    max_per_peer = cap("max_per_peer", M.MAX_PER_PEER),
+    max_per_address = cap("max_per_address", M.MAX_PER_ADDRESS),
+    max_queued = cap("max_queued", M.MAX_QUEUED),
+    write_limit = cap("write_limit", M.WRITE_LIMIT),
+    read_limit = cap("read_limit", M.READ_LIMIT),
+    write_timeout = cap("write_timeout", M.WRITE_TIMEOUT),
+    idle_timeout = cap("idle_timeout", M.IDLE_TIMEOUT),
+    hello_timeout = cap("hello_timeout", M.HELLO_TIMEOUT),
+  }
 end
 
 --- Serves manifest m (built with ludx.share.manifest) on node under
@@ -299,20 +308,10 @@ end
 -- share, with share.key (the public key) and share:close().
 function M.serve(node, m, opts)
   opts = opts or {}
-  local self = setmetatable({
-    node = node, manifest = m, keypair = opts.keypair or node.keypair,
-    on_event = opts.on_event, on_connection = opts.on_connection,
-    active = 0, bytes = 0, refused = 0, per_peer = {}, per_address = {},
-    max_connections = opt(opts, "max_connections", M.MAX_CONNECTIONS),
-    max_per_peer = opt(opts, "max_per_peer", M.MAX_PER_PEER),
-    max_per_address = opt(opts, "max_per_address", M.MAX_PER_ADDRESS),
-    max_queued = opt(opts, "max_queued", M.MAX_QUEUED),
-    write_limit = opt(opts, "write_limit", M.WRITE_LIMIT),
-    read_limit = opt(opts, "read_limit", M.READ_LIMIT),
-    write_timeout = opt(opts, "write_timeout", M.WRITE_TIMEOUT),
-    idle_timeout = opt(opts, "idle_timeout", M.IDLE_TIMEOUT),
-    hello_timeout = opt(opts, "hello_timeout", M.HELLO_TIMEOUT),
-  }, Share)
+  local self = setmetatable(M._options(opts), Share)
+  self.node, self.manifest, self.keypair = node, m, opts.keypair or node.keypair
+  self.on_event, self.on_connection = opts.on_event, opts.on_connection
+  self.active, self.bytes, self.refused, self.per_peer, self.per_address = 0, 0, 0, {}, {}
   self.key = self.keypair.public_key
   -- over a cap, a handshake is refused before a stream is made for it
   local firewall = function(remote_key, _, address)

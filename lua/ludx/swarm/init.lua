@@ -60,15 +60,6 @@ Swarm.__tostring = function(s)
     s.destroyed and "destroyed" or "open", n, s.n_peers)
 end
 
-local function opt_count(opts, name, default)
-  local v = opts[name]
-  if v == nil then return default end
-  if type(v) ~= "number" or v < 0 or v ~= v or (v ~= math.huge and v % 1 ~= 0) then
-    check.fail("opts." .. name, "swarm.new", "non-negative integer", check.what(v))
-  end
-  return v
-end
-
 --- A swarm. opts: dht (a ludx.dht node to use; else one is made from the
 -- other options, which pass through to dht.new), keypair (or seed), firewall(
 -- remote_public_key, payload) -> true refuses, and the caps (see M.*).
@@ -79,6 +70,20 @@ function M.new(opts)
   check.func(opts.firewall, "opts.firewall", "swarm.new", true)
   local backoffs = opts.backoffs or peer_mod.BACKOFFS
   if type(backoffs) ~= "table" or #backoffs ~= 4 then check.fail("opts.backoffs", "swarm.new", "list of 4 ms", check.what(backoffs)) end
+  -- the caps, checked before a DHT node is made (a wrong one leaks nothing)
+  local function count(name, default) return check.opt_number(opts, name, "swarm.new", default, 0, true) end
+  local caps = {
+    max_peers = count("max_peers", M.MAX_PEERS),
+    max_parallel = count("max_parallel", M.MAX_PARALLEL),
+    max_client_connections = count("max_client_connections", M.MAX_CLIENT_CONNECTIONS),
+    max_server_connections = count("max_server_connections", M.MAX_SERVER_CONNECTIONS),
+    max_peer_table = count("max_peer_table", M.MAX_PEER_TABLE),
+    connect_timeout = count("connect_timeout", M.CONNECT_TIMEOUT),
+    finish_timeout = count("finish_timeout", M.FINISH_TIMEOUT),
+    refresh_interval = count("refresh_interval", M.REFRESH_INTERVAL),
+    refresh_jitter = count("refresh_jitter", M.REFRESH_JITTER),
+    jitter = count("jitter", peer_mod.JITTER),
+  }
   if not ludx.running() then error("swarm.new must be called inside ludx.run", 2) end
   local node, owns = opts.dht, false
   if node == nil then
@@ -110,17 +115,7 @@ function M.new(opts)
     client_connections = 0,
     server_connections = 0,
     firewall = opts.firewall,
-    max_peers = opt_count(opts, "max_peers", M.MAX_PEERS),
-    max_parallel = opt_count(opts, "max_parallel", M.MAX_PARALLEL),
-    max_client_connections = opt_count(opts, "max_client_connections", M.MAX_CLIENT_CONNECTIONS),
-    max_server_connections = opt_count(opts, "max_server_connections", M.MAX_SERVER_CONNECTIONS),
-    max_peer_table = opt_count(opts, "max_peer_table", M.MAX_PEER_TABLE),
-    connect_timeout = opt_count(opts, "connect_timeout", M.CONNECT_TIMEOUT),
-    finish_timeout = opt_count(opts, "finish_timeout", M.FINISH_TIMEOUT),
-    refresh_interval = opt_count(opts, "refresh_interval", M.REFRESH_INTERVAL),
-    refresh_jitter = opt_count(opts, "refresh_jitter", M.REFRESH_JITTER),
     backoffs = backoffs,
-    jitter = opt_count(opts, "jitter", peer_mod.JITTER),
     random = function(n)
       if n then return math.random(n) end
       return math.random()
@@ -133,6 +128,7 @@ function M.new(opts)
     bans = { head = 1, tail = 0 },  -- banned peers, oldest first
     destroyed = false,
   }, Swarm)
+  for k, v in pairs(caps) do self[k] = v end
   if opts.random then self.random = opts.random end
   self.server = node:server(function(conn) return self:_on_server_connection(conn) end, {
     firewall = function(remote_public_key, payload) return self:_firewalled(remote_public_key, payload, true) end,
