@@ -23,9 +23,8 @@ local bad_arg = check.fail
 
 function M.check_opts(opts, fname)
   if type(opts) ~= "table" then bad_arg("opts", fname, "table {rate=, burst=}", type(opts)) end
-  local rate, burst = opts.rate or 0, opts.burst or 0
-  if type(rate) ~= "number" or rate < 0 or rate ~= rate then bad_arg("opts.rate", fname, "bytes/s >= 0", tostring(opts.rate)) end
-  if type(burst) ~= "number" or burst < 0 or burst ~= burst then bad_arg("opts.burst", fname, "bytes >= 0", tostring(opts.burst)) end
+  local rate = check.opt_number(opts, "rate", fname, 0, 0) -- bytes/s
+  local burst = check.opt_number(opts, "burst", fname, 0, 0) -- bytes
   return math.floor(rate), math.floor(burst)
 end
 
