@@ -232,7 +232,7 @@ describe("ludx beam", function()
     tn:destroy()
   end, 60000))
 
-  it("relays that never answer the unannounce: the maker's wait for it is bounded, and Ctrl-C cuts it", run(function()
+  it("relays that never answer the unannounce: the maker's exit wait for it is bounded; Ctrl-C during it keeps status 0", run(function()
     local tn, bs = testnet()
     local C = require("ludx.dht.constants").COMMANDS
     for _, node in ipairs(tn.nodes) do
