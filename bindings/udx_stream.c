@@ -413,6 +413,18 @@ l_destroy (lua_State *L) {
   return push_result(L, udx_stream_destroy(s->st));
 }
 
+// h:close(timeout_ms): graceful close (udx_stream_close).
+static int
+l_close (lua_State *L) {
+  lstream_t *s = check_stream(L, 1);
+  uint32_t ms = (uint32_t) ludx_check_integer(L, 2, "timeout", 0, UINT32_MAX);
+  if (s->st == NULL) {
+    lua_pushinteger(L, 0);
+    return 1;
+  }
+  return push_result(L, udx_stream_close(s->st, ms));
+}
+
 // Setters that take one unsigned number.
 #define SETTER(fname, call, argname, max)                      \
   static int                                                   \
@@ -706,6 +718,7 @@ ludx_bind_udx_stream (lua_State *L) {
       {"send", l_send},
       {"take_message", l_take_message},
       {"destroy", l_destroy},
+      {"close", l_close},
       {"set_seq", l_set_seq},
       {"set_ack", l_set_ack},
       {"seq_ack", l_seq_ack},

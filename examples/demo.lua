@@ -25,12 +25,10 @@ local function main()
   local sender_stats = ludx.queue() -- the server's task hands its stats over
   local server = server_node:server(function(conn)
     for _ = 1, TOTAL / #BLOCK do assert(conn:write(BLOCK)) end
-    conn:finish()
+    -- a graceful close: the END follows the last byte, and close returns
+    -- once the client's stream has acknowledged everything
+    assert(conn:close(30000))
     sender_stats:put(conn:stats())
-    -- finish returns once the client's stream has our bytes, not once the
-    -- client read them: close (a reset) only after the client is done
-    conn:wait_closed(30000)
-    conn:close()
   end)
   assert(server:listen(keypair))
   print("server listening as " .. crypto.hex(keypair.public_key))

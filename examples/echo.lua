@@ -14,8 +14,7 @@ local function echo(conn)
     if not data then break end -- the client finished
     conn:write(data)
   end
-  conn:finish()
-  conn:close()
+  conn:close() -- END after the last echo; returns once it is acknowledged
 end
 
 local function client(node, key, words)
@@ -24,7 +23,6 @@ local function client(node, key, words)
     assert(conn:write(word))
     print("echo: " .. assert(conn:read(nil, 5000)))
   end
-  conn:finish()
   conn:close()
 end
 

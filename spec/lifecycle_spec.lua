@@ -26,12 +26,14 @@ local function pair()
 end
 
 -- Starts one task per waiter, lets them all park, ends the object with
--- `how`, and returns what each waiter got.
-local function ended(obj, how, waits)
+-- `how` (after running before_end, if given), and returns what each
+-- waiter got.
+local function ended(obj, how, waits, before_end)
   local tasks = {}
   for name, f in pairs(waits) do tasks[name] = ludx.spawn(name, f) end
   for _ = 1, 3 do ludx.yield() end
   for name, t in pairs(tasks) do assert.are.equal("waiting", t.state, name) end
+  if before_end then before_end() end
   assert.is_true(obj[how](obj))
   local got = {}
   for name, t in pairs(tasks) do got[name] = { t:join(T) } end
@@ -51,16 +53,40 @@ describe("every waiter wakes with a code", function()
 
     it("udx stream:" .. how .. "()", run(function()
       local s1, s2, a, b = pair()
-      assert(s1:write(string.rep("x", 4 * 1024 * 1024))) -- the peer reads nothing
+      assert(s1:write(string.rep("x", 4 * 1024 * 1024))) -- the peer reads nothing yet
+      local drained
       local got = ended(s1, how, {
         read = function() return s1:read(nil, T) end,
         recv = function() return s1:recv(T) end,
         write = function() return s1:write(string.rep("y", 8 * 1024 * 1024), T) end,
         flush = function() return s1:flush(T) end,
         wait_closed = function() return s1:wait_closed(T) end,
-      })
-      for _, name in ipairs({ "read", "recv", "write", "flush" }) do
+      }, how == "close" and function()
+        -- a graceful close completes once the peer takes every byte and ends
+        drained = ludx.spawn("drain", function()
+          local n = 0
+          while true do
+            local d = s2:read(nil, T)
+            if not d then break end
+            n = n + #d
+          end
+          assert(s2:close(T))
+          return n
+        end)
+      end)
+      for _, name in ipairs({ "read", "recv" }) do
         assert.are.same({ nil, "stream is closed", "ECANCELED" }, got[name], name)
+      end
+      if how == "close" then
+        -- the writer's bytes are queued and go out before the END; flush
+        -- completes as the close does
+        assert.are.same({ true }, got.write)
+        assert.are.same({ true }, got.flush)
+        assert.are.same({ 12 * 1024 * 1024 }, { drained:join(T) })
+        assert.is_nil(s1:error())
+      else
+        assert.are.same({ nil, "stream is closed", "ECANCELED" }, got.write)
+        assert.are.same({ nil, "stream is closed", "ECANCELED" }, got.flush)
       end
       assert.are.same({ true }, got.wait_closed)
       s2:destroy()

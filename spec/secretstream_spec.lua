@@ -224,10 +224,26 @@ describe("secretstream", function()
     y:close()
   end))
 
-  it("close resets the peer and ends every call", run(function()
+  it("close is graceful: every frame written arrives, then EOF; later calls fail", run(function()
+    local x, y = pair()
+    assert(x:ready(5000))
+    assert(y:ready(5000))
+    for i = 1, 50 do assert(x:write(string.rep(string.char(i), 1000))) end
+    assert.is_true(x:close(5000))
+    local got = assert(read_all(y))
+    assert.are.equal(50000, #got)
+    assert.are.equal(string.rep(string.char(50), 1000), got:sub(-1000))
+    assert.is_nil(y.err)
+    assert.are.same({ nil, "stream is closed", "EPIPE" }, { x:read() })
+    assert.are.same({ nil, "stream is closed", "EPIPE" }, { x:write("x") })
+    assert.is_true(x:close())
+    assert.is_true(y:close(5000))
+  end))
+
+  it("destroy resets the peer and ends every call", run(function()
     local x, y, a = pair()
     assert(x:ready(5000))
-    x:close()
+    x:destroy()
     assert.are.same({ "", "connection reset by peer", "ECONNRESET" }, { read_all(y) })
     assert.are.same({ nil, "connection reset by peer", "ECONNRESET" }, { y:write("x") })
     assert.are.same({ nil, "stream is closed", "EPIPE" }, { x:write("x") })
@@ -516,7 +532,7 @@ describe("secretstream failure keeps what was decrypted", function()
     local deadline = ludx.now() + 10000
     while y.rbytes < #data and ludx.now() < deadline do ludx.sleep(5) end
     assert.are.equal(#data, y.rbytes)
-    x:close() -- the raw end resets: y fails with ECONNRESET
+    x:destroy() -- the raw end resets: y fails with ECONNRESET
     assert(y:wait_closed(5000))
     local got = {}
     while true do
@@ -610,7 +626,7 @@ describe("secretstream keep-alives", function()
 end)
 
 describe("ludx.pipe (the raw stream of these specs)", function()
-  it("reads up to max, reads EOF after finish, and resets on close", run(function()
+  it("reads up to max, reads EOF after finish, and resets on destroy", run(function()
     local a, b = pipe.pair()
     assert(a:write("hello "))
     assert(a:write("world"))
@@ -620,10 +636,24 @@ describe("ludx.pipe (the raw stream of these specs)", function()
     assert.are.same({ nil, "write after finish", "EPIPE" }, { a:write("x") })
     assert.is_nil(b:read())
     assert(b:write("back"))
-    b:close()
+    b:destroy()
     assert.are.same({ nil, "connection reset by peer", "ECONNRESET" }, { a:read() }) -- "back" is dropped
     assert.are.same({ nil, "stream is closed", "EPIPE" }, { b:read() })
     assert.are.same({ bytes_written = 11, bytes_read = 0, writes = 2, reads = 0 }, a:stats())
+  end))
+
+  it("close is graceful: the peer reads what was buffered, then EOF; what it writes later is dropped", run(function()
+    local a, b = pipe.pair()
+    assert(a:write("last"))
+    assert(b:write("unread"))
+    assert.is_true(a:close())
+    assert.are.equal("last", b:read())
+    assert.is_nil(b:read())
+    assert(b:write(string.rep("z", 4 * 1024 * 1024))) -- dropped: no wait, nothing held
+    assert.are.equal(0, a.bytes)
+    assert.are.same({ nil, "stream is closed", "EPIPE" }, { a:read() })
+    assert.is_true(a:close())
+    assert.is_true(a:destroy())
   end))
 
   it("write waits above the high-water mark; a timed-out write is still delivered", run(function()

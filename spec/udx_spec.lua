@@ -254,11 +254,11 @@ describe("udx streams", function()
     b:close()
   end))
 
-  it("close sends DESTROY: the remote sees ECONNRESET", run(function()
+  it("destroy sends DESTROY: the remote sees ECONNRESET", run(function()
     local s1, s2, a, b = pair()
     assert(s1:write("hello"))
     assert(s1:flush(5000))
-    s1:close()
+    s1:destroy()
     local got, msg, code = read_all(s2, 5000)
     if got then
       -- everything arrived before the reset was noticed: the next read errs
@@ -273,6 +273,105 @@ describe("udx streams", function()
     assert.are.equal("ECONNRESET", wcode)
     a:close()
     b:close()
+  end))
+
+  it("close is graceful: every byte written arrives, the remote sees EOF, both ends close", run(function()
+    local s1, s2, a, b = pair()
+    local data = make_data(3 * 1024 * 1024, 7)
+    -- a write in pieces under way in another task goes out whole before the END
+    local writer = ludx.spawn(function() return s1:write(data, 20000) end)
+    ludx.yield()
+    local closer = ludx.spawn(function() return s1:close(20000) end)
+    local got, msg, code = read_all(s2, 20000)
+    assert.is_nil(msg, tostring(code))
+    assert.are.equal(#data, #got)
+    assert.is_true(got == data)
+    assert.are.same({ true }, { writer:join() }) -- its bytes were all queued
+    -- close returns once the peer has acked every byte and the END
+    assert.are.same({ true }, { closer:join() })
+    assert.is_false(s1:is_closed()) -- it lingers until the peer's END
+    -- the caller's side is closed from the start of close: ECANCELED
+    assert.are.same({ nil, "stream is closed", "ECANCELED" }, { s1:write("x") })
+    assert.are.same({ nil, "stream is closed", "ECANCELED" }, { s1:read() })
+    -- the remote ends too: then both ends close, without an error
+    assert.is_true(s2:close(10000))
+    assert.is_true(s1:wait_closed(10000))
+    assert.is_true(s2:wait_closed(10000))
+    assert.is_nil(s1:error())
+    assert.is_nil(s2:error())
+    -- idempotent
+    assert.is_true(s1:close())
+    assert.is_true(s1:destroy())
+    a:close()
+    b:close()
+  end))
+
+  it("close drops what the peer still sends (acked, so its finish completes) and wakes a waiting reader", run(function()
+    local s1, s2, a, b = pair()
+    assert(s2:write("unread"))
+    assert(s1:wait_readable(5000))
+    local reader = ludx.spawn(function()
+      assert(s1:read(nil, 5000)) -- the buffered bytes
+      return s1:read(nil, 20000)
+    end)
+    ludx.yield()
+    assert.is_true(s1:close(20000))
+    assert.are.same({ nil, "stream is closed", "ECANCELED" }, { reader:join() })
+    -- the peer writes on, then ends: its bytes are acked and dropped
+    assert(s2:write(string.rep("z", 2 * 1024 * 1024), 10000))
+    assert.is_true(s2:finish(20000))
+    assert.is_nil(s2:read(nil, 10000)) -- EOF: s1's END
+    assert.is_true(s1:wait_closed(10000))
+    assert.is_true(s2:wait_closed(10000))
+    assert.is_nil(s1:error())
+    assert.is_nil(s2:error())
+    a:close()
+    b:close()
+  end))
+
+  it("close gives up after its timeout: the stream is reset (ETIMEDOUT here, ECONNRESET there)", run(function()
+    local s1, s2, a, b = pair()
+    assert(s1:write("last words"))
+    -- s2 acks the END but never ends its half: s1 lingers, then resets
+    assert.is_true(s1:close(300))
+    assert.is_true(s1:wait_closed(10000))
+    assert.are.equal("ETIMEDOUT", select(2, s1:error()))
+    assert.are.equal("last words", s2:read(nil, 5000))
+    assert.is_nil(s2:read(nil, 5000)) -- our END came before the reset
+    assert.is_true(s2:wait_closed(10000))
+    assert.are.equal("ECONNRESET", select(2, s2:error()))
+    -- a peer that is gone never acks the END: close says so
+    local s3 = assert(udx.stream(3))
+    local c = assert(udx.bind("127.0.0.1", 0))
+    local _, pc = c:address()
+    assert(s3:connect(a, 4, pc, "127.0.0.1"))
+    c:close()
+    assert(s3:write("into the void"))
+    local ok, _, code = s3:close(300)
+    assert.is_nil(ok)
+    assert.are.equal("ETIMEDOUT", code)
+    assert.is_true(s3:is_closed())
+    a:close()
+    b:close()
+  end))
+
+  it("destroy cuts a graceful close short; close outside a task starts it and returns", run(function()
+    local s1, s2, a, b = pair()
+    b:close() -- nobody acks: the close waits
+    local closer = ludx.spawn(function() return s1:close(60000) end)
+    ludx.yield()
+    assert.is_true(s1:destroy())
+    assert.are.same({ nil, "stream is closed", "ECANCELED" }, { closer:join() })
+    -- outside a task: the close starts and the call returns at once
+    local s3, s4, c, d = pair({ id = 3 }, { id = 4 })
+    local fired = ludx.waiters()
+    ludx.after(0, function() fired:wake_all(s3:close(10000)) end)
+    assert.is_true(fired:wait("timer", 10000))
+    assert.is_nil(s4:read(nil, 5000)) -- EOF, not a reset
+    assert.is_true(s4:close(10000))
+    assert.is_true(s3:wait_closed(10000))
+    assert.is_nil(s3:error())
+    for _, x in ipairs({ s2, a, c, d }) do x:destroy() end
   end))
 
   it("wait_readable, wait_drain, error and handle: the methods layers above use", run(function()
@@ -294,12 +393,13 @@ describe("udx streams", function()
     assert.is_true(s2:wait_readable(5000))
     assert.is_nil(s2:read(nil, 5000))
     assert.is_true(s2:wait_readable())
-    -- after a close: its error; waits end at once
-    s2:close()
-    local msg, code = s2:error()
-    assert.are.equal("ECANCELED", code, tostring(msg))
+    -- after a graceful close: no error; waits end at once
+    assert.is_true(s2:close(10000))
+    assert.is_nil(s2:error())
     assert.is_true(s2:wait_readable(5000))
-    s1:close()
+    assert.is_nil(s1:read(nil, 5000)) -- s2's END: now s1 has ended both ways
+    assert.is_true(s1:wait_closed(10000))
+    assert.is_nil(s1:error())
     a:close()
     b:close()
   end))

@@ -87,7 +87,7 @@ function M.close_tracked()
   for obj in pairs(tracked) do list[#list + 1] = obj end
   for _, obj in ipairs(list) do
     tracked[obj] = nil
-    pcall(obj.close, obj)
+    pcall(obj.destroy or obj.close, obj) -- the loop ends: nothing can wait
   end
   return #list
 end

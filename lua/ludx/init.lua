@@ -28,6 +28,7 @@ M.wait = sched.wait
 M.wake = sched.wake
 M.await = sched.await
 M.current = sched.current
+M.in_task = sched.in_task
 M.sleep = sched.sleep
 M.yield = sched.yield
 M.cancel = sched.cancel

@@ -10,7 +10,9 @@
 --                             to exercise readers with small pieces); nil at
 --                             EOF; nil, msg, code on error
 --   a:finish()                the peer reads EOF after the buffered bytes
---   a:close()                 the peer gets ECONNRESET (buffered bytes are
+--   a:close()                 graceful: the peer reads what is buffered,
+--                             then EOF; what it writes later is dropped
+--   a:destroy()               the peer gets ECONNRESET (buffered bytes are
 --                             dropped), as after a udx DESTROY
 --   a:stats()                 {bytes_written, bytes_read, writes, reads}
 local ludx = require "ludx"
@@ -104,7 +106,7 @@ function End:write(data, timeout)
   if self.finished then return nil, "write after finish", "EPIPE" end
   if self.reset then return nil, "connection reset by peer", "ECONNRESET" end
   local peer = self.peer
-  if #data > 0 then
+  if #data > 0 and not peer.closed then -- a closed peer drops it
     peer.tail = peer.tail + 1
     peer.chunks[peer.tail] = data
     peer.bytes = peer.bytes + #data
@@ -132,9 +134,28 @@ function End:finish(timeout)
   return true
 end
 
+--- Graceful close: the peer reads what is buffered for it, then EOF;
+-- what it writes from now on is dropped (as a lingering udx close acks and
+-- drops). Our own waiting readers and writers get "stream is closed",
+-- EPIPE. Idempotent.
 function End:close()
   if self.closed then return true end
   self.closed = true
+  local peer = self.peer
+  if not self.reset then peer.eof = true end
+  self.chunks, self.head, self.tail, self.bytes, self.offset = {}, 1, 0, 0, 0
+  self.readers:wake_all(true)
+  self.writers:wake_all(true)
+  peer.readers:wake_all(true)
+  peer.writers:wake_all(true)
+  return true
+end
+
+--- Abortive close: the peer gets ECONNRESET and loses what was buffered
+-- for it (as after a udx DESTROY). Idempotent.
+function End:destroy()
+  if self.closed and self.destroyed then return true end
+  self.closed, self.destroyed = true, true
   local peer = self.peer
   if not peer.closed then
     peer.reset = true

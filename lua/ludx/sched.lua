@@ -273,6 +273,13 @@ function M.current()
   return current
 end
 
+--- True when the caller runs in the current task itself (so it may wait):
+-- false in a timer or event callback, and in a plain coroutine.
+function M.in_task()
+  local co = coroutine_running()
+  return co ~= nil and current ~= nil and tasks_by_co[co] == current
+end
+
 function M.sleep(ms)
   if type(ms) ~= "number" or ms < 0 or ms ~= ms then
     check_task("sleep")

@@ -126,7 +126,7 @@ end
 -- keep: a failure keeps the plaintext already decrypted (authenticated) for
 -- the reader, which takes it before the error (a peer's reset after its
 -- last frames loses nothing); close() drops it.
-local function release(self, keep)
+local function release(self, keep, graceful)
   if self.hs_timer then
     self.hs_timer:cancel()
     self.hs_timer = nil
@@ -141,7 +141,7 @@ local function release(self, keep)
   self.pending, self.pending_bytes = {}, 0
   wake_everyone(self)
   ludx.untrack(self)
-  pcall(self.raw.close, self.raw)
+  if not graceful then pcall(self.raw.destroy or self.raw.close, self.raw) end
 end
 
 -- Ends the stream with an error; safe outside a task (timers).
@@ -712,9 +712,53 @@ function Stream:finish(timeout)
   return unpack(r, 1, r.n)
 end
 
---- Closes the stream and destroys the raw stream (the peer sees a reset).
-function Stream:close()
-  if self.closed then return true end
+--- Graceful close: frames written so far (and a write under way) go out,
+-- then the raw stream closes gracefully (over udx: END after the last
+-- frame, the peer reads to its EOF, then ends too). Reads and writes fail
+-- from now on; what was decrypted and not read is dropped. In a task it
+-- waits for the end: true, or nil, msg, code (ETIMEDOUT after timeout ms,
+-- default udx.CLOSE_TIMEOUT: then the raw stream is reset). Outside a
+-- task it starts the close. A failed stream, or one whose handshake is not
+-- done, is destroyed. Idempotent: a second close waits for the first.
+function Stream:close(timeout)
+  timeout = check_ms(type(timeout) == "table" and timeout.timeout or timeout, "timeout", "close")
+  local in_task = ludx.in_task()
+  if self.closed then
+    while self.closing and in_task do
+      self.close_waiters:wait("secretstream close", nil, "close")
+    end
+    return true
+  end
+  if self.err or not self.is_ready then return self:destroy() end
+  self.closed, self.closing = true, true
+  local deadline = deadline_of(timeout or require("ludx.udx").CLOSE_TIMEOUT)
+  local raw = self.raw
+  -- readers and lock waiters see the close now; the frame under way (its
+  -- writer holds the lock) is already queued on the raw stream whole
+  release(self, false, true)
+  local r = pack(true)
+  if in_task then
+    -- the writer holding the lock finishes first (its frame is on the raw
+    -- stream; a raw udx close also waits for a write in pieces)
+    while self.locked and now() < deadline do
+      self.lock_waiters:wait("secretstream close", left(deadline), "close")
+    end
+    r = pack(raw:close(left(deadline)))
+  else
+    pcall(raw.close, raw, left(deadline))
+  end
+  self.closing = false
+  self.close_waiters:wake_all(true)
+  return unpack(r, 1, r.n)
+end
+
+--- Abortive close: the raw stream is destroyed (the peer sees a reset);
+-- waiting readers and writers get an error now. Idempotent.
+function Stream:destroy()
+  if self.closed then
+    if self.closing then pcall(self.raw.destroy or self.raw.close, self.raw) end
+    return true
+  end
   local failed = self.err ~= nil
   self.closed = true
   if failed then
@@ -771,9 +815,6 @@ end
 -- keep-alive and is not delivered).
 Stream.send_message = Stream.write
 
--- destroy() is the immediate end of every object; a SecretStream's graceful
--- end is finish(), so destroy() and close() are the same.
-Stream.destroy = Stream.close
 
 M.Stream = Stream
 return M

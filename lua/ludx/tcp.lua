@@ -186,6 +186,9 @@ function Server:accept(timeout)
   end
 end
 
+-- A connection's close is already immediate (libuv closes the socket).
+Conn.destroy = Conn.close
+
 function Server:address()
   return self.h:address()
 end

@@ -207,7 +207,7 @@ local function wake(s, name, ...)
 end
 -- One line for the REPL and logs: ids, remote address, state, bytes.
 Stream.__tostring = function(s)
-  local state = (s.closed or s.closing) and ("closed" .. (s.err_code and " (" .. tostring(s.err_code) .. ")" or ""))
+  local state = (s.closed or s.shut) and ("closed" .. (s.err_code and " (" .. tostring(s.err_code) .. ")" or ""))
     or (s.socket and "connected" or "not connected")
   local remote = ""
   if s.socket and not s.closed then
@@ -262,10 +262,27 @@ function M.stream(id, opts)
   return self
 end
 
--- nil, msg, code for a stream that closed with an error (or was closed).
+-- nil, msg, code for a stream that closed with an error, that we closed
+-- (ECANCELED) or that ended (EPIPE).
 local function close_error(self)
   if self.err_code then return nil, self.err_msg, self.err_code end
+  if self.shut then return nil, "stream is closed", "ECANCELED" end
   return nil, "stream is closed", "EPIPE"
+end
+
+-- A write is over.
+local function write_done(self)
+  self.writing = false
+  self.wrest = nil
+end
+
+-- finish and close: the rest of a write in pieces under way is queued
+-- now, whole, so that the END comes after all of it.
+local function take_rest(self)
+  if self.wrest then
+    self.h:write(self.wrest, self.wrest_off)
+    self.wrest = nil
+  end
 end
 
 --- Connects to the remote stream remote_id at host:port over sock.
@@ -276,7 +293,7 @@ function Stream:connect(sock, remote_id, port, host, opts)
   check.port(port, "port", "connect", 1)
   if host == nil then host = "127.0.0.1" end
   if type(host) ~= "string" then bad_arg("host", "connect", "string", type(host)) end
-  if self.closed then return close_error(self) end
+  if self.closed or self.shut then return close_error(self) end
   if opts and opts.ack then self.h:set_ack(opts.ack) end
   local ok, msg, code = self.h:connect(sock.h, remote_id, port, host)
   if not ok then return nil, msg, code end
@@ -297,7 +314,7 @@ function Stream:write(data, timeout)
   if type(data) ~= "string" then bad_arg("data", "write", "string", type(data)) end
   timeout = timeout_arg(timeout, "write")
   if self.writing then return nil, "busy writing", "EBUSY" end
-  if self.closed then return close_error(self) end
+  if self.closed or self.shut then return close_error(self) end
   local len, piece = #data, WRITE_PIECE
   if len <= piece then
     local r, msg, code = self.h:write(data)
@@ -305,7 +322,7 @@ function Stream:write(data, timeout)
     if r == 0 then
       self.writing = true
       local ok, m, c = queue(self, "writers"):wait("write drain", timeout, "write")
-      self.writing = false
+      write_done(self)
       if ok == nil then return nil, m, c end
     end
     return true
@@ -313,27 +330,35 @@ function Stream:write(data, timeout)
   local deadline = timeout and ludx.now() + timeout or nil
   local off = 0
   self.writing = true
+  self.wrest, self.wrest_off = data, 0
   while true do
     local n = math.min(piece, len - off)
     local r, msg, code = self.h:write(data, off, n)
     if r == nil then
-      self.writing = false
+      write_done(self)
       return nil, msg, code
     end
     off = off + n
+    self.wrest_off = off
     if r == 0 then
       local left = deadline and math.max(0, deadline - ludx.now()) or nil
       local ok, m, c = queue(self, "writers"):wait("write drain", left, "write")
+      if self.wrest == nil then
+        -- finish or close queued the rest
+        write_done(self)
+        if ok == nil then return nil, m, c end
+        return true
+      end
       if ok == nil then
         -- the whole buffer is taken even on a timeout (the udx contract)
         if c == "ETIMEDOUT" and off < len and not self.closed then self.h:write(data, off) end
-        self.writing = false
+        write_done(self)
         return nil, m, c
       end
     end
     if off >= len then break end
   end
-  self.writing = false
+  write_done(self)
   return true
 end
 
@@ -342,14 +367,15 @@ end
 function Stream:finish(timeout)
   timeout = timeout_arg(timeout, "finish")
   if self.finished then return true end
-  if self.closed then return close_error(self) end
+  if self.closed or self.shut then return close_error(self) end
   if not self.ending then
+    take_rest(self) -- a write in pieces goes out whole before the END
     local r, msg, code = self.h:write_end()
     if r == nil then return nil, msg, code end
     self.ending = true
   end
   while not self.finished do
-    if self.closed then return close_error(self) end
+    if self.closed or self.shut then return close_error(self) end
     local ok, m, c = queue(self, "finishers"):wait("finish", timeout, "finish")
     if ok == nil then return nil, m, c end
   end
@@ -359,7 +385,7 @@ end
 --- Waits until every byte written so far is acknowledged.
 function Stream:flush(timeout)
   timeout = timeout_arg(timeout, "flush")
-  if self.closed then return close_error(self) end
+  if self.closed or self.shut then return close_error(self) end
   local r, msg, code = self.h:flush()
   if r == nil then return nil, msg, code end
   if r == 1 then return true end
@@ -373,6 +399,7 @@ end
 function Stream:read(a, b)
   local max, timeout = read_args(a, b, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end
+  if self.shut then return close_error(self) end
   while true do
     local data = self.h:take(max)
     if data then return data end
@@ -389,6 +416,7 @@ function Stream:read(a, b)
     local ok, m, c = queue(self, "readers"):wait("read", timeout, "read")
     self.reading = false
     if ok == nil and c then return nil, m, c end
+    if self.shut then return close_error(self) end
   end
 end
 
@@ -398,6 +426,7 @@ end
 -- Take the bytes with read() (or, for the C framer, through handle()).
 function Stream:wait_readable(timeout)
   timeout = timeout_arg(timeout, "wait_readable")
+  if self.shut then return true end
   local n, eof = self.h:readable()
   if self.closed or n > 0 or eof then return true end
   local ok, m, c = queue(self, "readers"):wait("read", timeout, "wait_readable")
@@ -410,7 +439,7 @@ end
 -- the stream closes first or after timeout ms (ETIMEDOUT).
 function Stream:wait_drain(timeout)
   timeout = timeout_arg(timeout, "wait_drain")
-  if self.closed then return close_error(self) end
+  if self.closed or self.shut then return close_error(self) end
   local ok, m, c = queue(self, "writers"):wait("write drain", timeout, "wait_drain")
   if ok == nil then return nil, m, c end
   return true
@@ -432,7 +461,7 @@ end
 --- Sends one MESSAGE datagram (unreliable, unordered).
 function Stream:send(msg)
   if type(msg) ~= "string" then bad_arg("msg", "send", "string", type(msg)) end
-  if self.closed then return close_error(self) end
+  if self.closed or self.shut then return close_error(self) end
   return self.h:send(msg)
 end
 
@@ -442,17 +471,63 @@ function Stream:recv(timeout)
   while true do
     local m = self.h:take_message()
     if m then return m end
-    if self.closed then return close_error(self) end
+    if self.closed or self.shut then return close_error(self) end
     local ok, msg, code = queue(self, "messages"):wait("message", timeout, "recv")
     if ok == nil and code then return nil, msg, code end
   end
 end
 
---- Abortive close: the remote sees ECONNRESET. Waiting readers and writers
--- get nil, "stream is closed", "ECANCELED".
-function Stream:close()
-  if self.closed then return true end
-  self.closing = true
+--- How long close() waits for the graceful end by default (ms).
+M.CLOSE_TIMEOUT = 10000
+
+
+--- Graceful close: the END goes after every byte written (a write under
+-- way is queued whole first); the peer sees EOF, not a reset. Tasks
+-- waiting to read (read, recv) wake with nil, "stream is closed",
+-- "ECANCELED" at once, and every later call fails the same way; a writer
+-- waiting for room returns true at once (its bytes are queued), while
+-- flush and finish complete when the peer acknowledges, as close does.
+-- In a task close waits until the peer has
+-- acknowledged every byte and the END: true; nil, msg, code when the
+-- stream failed first (ECONNRESET), or ETIMEDOUT when that took over
+-- timeout ms (default udx.CLOSE_TIMEOUT): then the stream is reset.
+-- Outside a task it starts the close and returns true. Either way the
+-- engine then lingers as TCP does after close: bytes the peer still sends
+-- are acked and dropped, the stream closes (is_closed, wait_closed) when
+-- the peer's END arrives, and is reset if that is not within timeout ms
+-- of the call. destroy() cuts it short. Idempotent.
+function Stream:close(timeout)
+  timeout = timeout_arg(timeout, "close")
+  if self.closed or self.destroyed then return true end
+  local in_task = ludx.in_task()
+  if not self.shut then
+    self.shut = true
+    -- a write in pieces under way is queued whole now: its bytes go out
+    -- before the END (its writer still wakes with ECANCELED)
+    take_rest(self)
+    wake(self, "readers", nil, "stream is closed", "ECANCELED")
+    wake(self, "messages", nil, "stream is closed", "ECANCELED")
+    wake(self, "writers", true) -- every byte they wrote is queued
+    local ms = timeout or M.CLOSE_TIMEOUT
+    local r = self.h:close(math.min(math.max(0, math.ceil(ms)), 4294967295))
+    if r == nil then self.h:destroy() end
+  end
+  if not in_task then return true end
+  -- the engine's deadline bounds this wait: it resets the stream then
+  while not (self.finished or self.closed) do
+    queue(self, "closers"):wait("close", nil, "close")
+  end
+  if self.finished then return true end
+  if self.err_code then return nil, self.err_msg, self.err_code end
+  return true
+end
+
+--- Abortive close: the remote sees ECONNRESET, bytes not yet sent or
+-- acknowledged are dropped. Waiting readers and writers (and a close in
+-- progress) get nil, "stream is closed", "ECANCELED". Idempotent.
+function Stream:destroy()
+  if self.closed or self.destroyed then return true end
+  self.shut, self.destroyed = true, true
   if not self.err_code then
     self.err_msg, self.err_code = "stream is closed", "ECANCELED"
   end
@@ -510,7 +585,7 @@ function Stream:change_remote(sock, remote_id, port, host, timeout)
   self.socket = sock
   self.remote_id = remote_id
   while not self.remote_changed do
-    if self.closed then return close_error(self) end
+    if self.closed or self.shut then return close_error(self) end
     local r, m, c = queue(self, "events"):wait("change_remote", timeout, "change_remote")
     if r == nil and c then return nil, m, c end
   end
@@ -528,7 +603,7 @@ end
 function Stream:wait_connected(timeout)
   timeout = ludx.check_timeout(timeout, "wait_connected")
   while not self.h:remote_address() do
-    if self.closed then return close_error(self) end
+    if self.closed or self.shut then return close_error(self) end
     local r, m, c = queue(self, "events"):wait("connect", timeout, "wait_connected")
     if r == nil and c then return nil, m, c end
   end
@@ -620,6 +695,7 @@ end)
 ludx.on_event(EV.UDX_FINISH, function(s)
   s.finished = true
   wake(s, "finishers", true)
+  wake(s, "closers", true)
 end)
 
 ludx.on_event(EV.UDX_MESSAGE, function(s)
@@ -638,6 +714,7 @@ ludx.on_event(EV.UDX_CLOSE, function(s, status)
   wake(s, "writers", nil, msg, code)
   wake(s, "flushers", nil, msg, code)
   wake(s, "events", true)
+  wake(s, "closers", true)
   if not s.finished then wake(s, "finishers", nil, msg, code) end
   -- once, with the final stats (ludx.resume remembers the path here)
   local on_close = s.on_close
@@ -667,10 +744,9 @@ ludx.on_event(EV.UDX_TRACE, function(s)
   if s.on_trace then s.on_trace(s) end
 end)
 
--- destroy() is the immediate end of every object: for both it is close()
--- (a stream's graceful end is finish()).
+-- destroy() is the immediate end of every object; a socket has no
+-- graceful end, so for it the two are the same.
 Socket.destroy = Socket.close
-Stream.destroy = Stream.close
 
 M.Stream = Stream
 M.Socket = Socket

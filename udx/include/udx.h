@@ -361,6 +361,16 @@ udx_stream_send (udx_stream_t *stream, const void *buf, size_t len);
 int
 udx_stream_destroy (udx_stream_t *stream);
 
+// Graceful close: queues END after the bytes written (if write_end was not
+// called), drops what the reader has not taken and every byte that still
+// arrives (acked, so the peer can reach its END), and closes with status 0
+// once our END is acked and the remote's END arrived. After timeout_ms it
+// sends DESTROY and closes with UV_ETIMEDOUT. A stream that never connected
+// closes at once. Safe to call twice (a shorter timeout wins); destroy()
+// still cuts it short.
+int
+udx_stream_close (udx_stream_t *stream, uint32_t timeout_ms);
+
 // Sequence numbers; set before connect (both sides must agree).
 int
 udx_stream_set_seq (udx_stream_t *stream, uint32_t seq);

@@ -181,6 +181,11 @@ udx_stream_destroy (udx_stream_t *s) {
 }
 
 int
+udx_stream_close (udx_stream_t *s, uint32_t timeout_ms) {
+  return udx__uv_err(udx__stream_shutdown(s, timeout_ms, udx__now()));
+}
+
+int
 udx_stream_set_seq (udx_stream_t *s, uint32_t seq) {
   return udx__uv_err(udx__stream_set_seq(s, seq));
 }

@@ -116,12 +116,15 @@ udx__ranges_trim (udx_stream_t *s) {
 // In-order bytes (or the END) at rcv_nxt.
 static bool
 udx__deliver (udx_stream_t *s, uint8_t type, const uint8_t *data, size_t len) {
-  if ((type & UDX_HEADER_DATA) && len > 0) {
+  bool closing = (s->status & UDX_S_CLOSING) != 0; // nobody reads: dropped
+  if ((type & UDX_HEADER_DATA) && len > 0 && !closing) {
     if (udx__bufq_append(&s->rdq, s->pool, data, len) < 0)
       return false;
   }
   if (type & UDX_HEADER_END) {
     s->status |= UDX_S_ENDED_REMOTE;
+    if (closing)
+      s->status |= UDX_S_EOF_READ | UDX_S_EOF_SIGNALED;
   }
   s->rcv_nxt++;
   return true;

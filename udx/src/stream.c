@@ -30,7 +30,7 @@ udx__stream_engine_init (udx_stream_t *s, uint32_t local_id, const udx_host_t *h
 
   s->rto = UDX_INITIAL_RTO_US;
   udx__winfilter_reset(&s->rtt_min, now, 1e18);
-  s->rto_at = s->tlp_at = s->reo_at = s->zwp_at = s->keepalive_at = s->pace_at = s->trace_at = UDX_NEVER;
+  s->rto_at = s->tlp_at = s->reo_at = s->zwp_at = s->keepalive_at = s->pace_at = s->trace_at = s->close_at = UDX_NEVER;
   s->timeout_ms = UDX_DEFAULT_TIMEOUT;
   s->progress_at = now;
   s->last_rx = now;
@@ -258,7 +258,7 @@ udx__stream_close (udx_stream_t *s, int status) {
   s->status &= ~UDX_S_CONNECTED;
   s->close_status = status;
   udx__path_set(s, NULL); // its packets no longer count against the others
-  s->rto_at = s->tlp_at = s->reo_at = s->zwp_at = s->keepalive_at = s->pace_at = s->trace_at = UDX_NEVER;
+  s->rto_at = s->tlp_at = s->reo_at = s->zwp_at = s->keepalive_at = s->pace_at = s->trace_at = s->close_at = UDX_NEVER;
   udx__stream_refresh_stats(s);
   s->host->closed(s);
 }
@@ -326,14 +326,11 @@ udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t
   return 0;
 }
 
-int
-udx__stream_destroy (udx_stream_t *s, uint64_t now) {
-  if (udx__stream_dead(s))
-    return 0;
-  udx__stream_clock(s, now);
-
+// DESTROY (if connected), then close with status.
+static int
+udx__stream_abort (udx_stream_t *s, int status) {
   if ((s->status & UDX_S_RELAYED) || !(s->status & UDX_S_CONNECTED)) {
-    udx__stream_close(s, 0);
+    udx__stream_close(s, status);
     return 0;
   }
 
@@ -343,8 +340,48 @@ udx__stream_destroy (udx_stream_t *s, uint64_t now) {
   udx__wire_header(hdr, UDX_HEADER_DESTROY, 0, to->id, udx__recv_rwnd(s), s->snd_nxt, s->rcv_nxt);
   udx__send_emit(s, s->cur_remote, hdr, sizeof(hdr), NULL, 0, false);
   s->snd_nxt++;
-  udx__stream_close(s, 0);
+  udx__stream_close(s, status);
   return 1;
+}
+
+int
+udx__stream_destroy (udx_stream_t *s, uint64_t now) {
+  if (udx__stream_dead(s))
+    return 0;
+  udx__stream_clock(s, now);
+  return udx__stream_abort(s, 0);
+}
+
+static void
+udx__reader_saw_eof (udx_stream_t *s);
+
+// A lingering close (as a TCP close that reads on, not the RST of RFC 1122
+// 4.2.2.13 for unread data): the peer's bytes are still acked, so its
+// window stays open and it can reach its END; they are dropped unread.
+int
+udx__stream_shutdown (udx_stream_t *s, uint32_t timeout_ms, uint64_t now) {
+  if (udx__stream_dead(s))
+    return 0;
+  udx__stream_clock(s, now);
+  if ((s->status & UDX_S_RELAYED) || !(s->status & UDX_S_CONNECTED)) {
+    udx__stream_close(s, 0); // no peer to end with
+    return 0;
+  }
+  if (!(s->status & UDX_S_ENDING)) {
+    int err = udx__stream_write(s, NULL, 0, true, now);
+    if (err < 0)
+      return err;
+  }
+  s->status |= UDX_S_CLOSING;
+  uint64_t at = now + (uint64_t) timeout_ms * UDX_US_PER_MS;
+  if (at < s->close_at)
+    s->close_at = at;
+  udx__bufq_release(&s->rdq, s->pool, s->rdq.end);
+  udx__stream_maybe_window_update(s);
+  if (s->status & UDX_S_ENDED_REMOTE)
+    udx__reader_saw_eof(s); // closes if our END is acked too
+  s->host->wake(s);
+  return 0;
 }
 
 // After the reader made room: tell the peer when the window reopened or at
@@ -462,6 +499,11 @@ udx__stream_timer (udx_stream_t *s, uint64_t now) {
     return;
   udx__stream_clock(s, now);
 
+  if (s->close_at <= now) {
+    udx__stream_abort(s, UDX_ERR_TIMEDOUT);
+    return;
+  }
+
   if (s->reo_at <= now) {
     s->reo_at = UDX_NEVER;
     uint64_t wait = udx__rack_detect_loss(s);
@@ -534,6 +576,7 @@ udx__stream_deadline (const udx_stream_t *s) {
   t = udx__min_u64(t, s->keepalive_at);
   t = udx__min_u64(t, s->pace_at);
   t = udx__min_u64(t, s->trace_at);
+  t = udx__min_u64(t, s->close_at);
   return t;
 }
 

@@ -129,9 +129,10 @@ enum { UDX_MTU_STATE_BASE = 1,
 #define UDX_S_FLUSH         0x0400 // on_flush owed
 #define UDX_S_ACK_NEEDED    0x0800 // an ACK is owed (pre-connect data, batch policy)
 #define UDX_S_EOF_SIGNALED  0x1000
-#define UDX_S_CHANGING      0x2000 // change_remote in progress
-#define UDX_S_HB_ANSWERED   0x4000 // the peer answers HEARTBEATs
-#define UDX_S_HB_OUT        0x8000 // a keepalive HEARTBEAT is outstanding
+#define UDX_S_CHANGING      0x2000  // change_remote in progress
+#define UDX_S_HB_ANSWERED   0x4000  // the peer answers HEARTBEATs
+#define UDX_S_HB_OUT        0x8000  // a keepalive HEARTBEAT is outstanding
+#define UDX_S_CLOSING       0x10000 // graceful close: the reader is gone, close_at armed
 
 // The engine's part of a stream. A host embeds it (the io layer as the first
 // member of udx_io_stream_t, io.h) and keeps its own state beside it.
@@ -191,6 +192,7 @@ struct udx_stream_s {
   uint64_t keepalive_at;
   uint64_t pace_at;
   uint64_t trace_at;
+  uint64_t close_at;    // graceful close gives up (DESTROY) here
   uint32_t rto_backoff; // consecutive RTO firings (exponential backoff)
   uint64_t progress_at; // last forward progress (for the give-up timeout)
   uint64_t last_rx;     // last datagram from the peer
@@ -329,6 +331,12 @@ udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t
 // Abortive close: DESTROY if connected. Returns 1 if DESTROY was sent.
 int
 udx__stream_destroy (udx_stream_t *s, uint64_t now);
+
+// Graceful close: END after the queued bytes, the reader's bytes dropped;
+// closes (status 0) once both ENDs are through, else DESTROY and
+// UDX_ERR_TIMEDOUT after timeout_ms. A second call can only shorten it.
+int
+udx__stream_shutdown (udx_stream_t *s, uint32_t timeout_ms, uint64_t now);
 
 ssize_t
 udx__stream_read (udx_stream_t *s, void *buf, size_t max, uint64_t now);

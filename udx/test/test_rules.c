@@ -445,6 +445,63 @@ test_seq_ack_setup (void) {
   sim_destroy(&sim);
 }
 
+// Graceful close: a's END goes after its bytes, what a had not read and
+// what b still sends is acked and dropped; both close with 0 once b ends.
+static void
+test_graceful_close (void) {
+  sim_t sim;
+  sim_init(&sim, 12);
+  pair_t p = pair(&sim);
+  sim_app(p.a)->reading = false;
+  sim_app_expect(p.b, 1, 60000);
+  sim_app_write(p.a, 1, 60000, false);
+  sim_app_write(p.b, 2, 20000, false);
+  sim_advance(&sim, 200000);
+  CHECK(udx__bufq_len(&p.a->rdq) > 0);
+  CHECK_EQ(udx__stream_shutdown(p.a, 5000, sim.now), 0);
+  CHECK_EQ(udx__bufq_len(&p.a->rdq), 0);
+  CHECK(udx__stream_write(p.a, "x", 1, false, sim.now) == UDX_ERR_PIPE);
+  // b writes on (more than a's window: it must be acked to get through)
+  sim_app_write(p.b, 3, 4000000, true);
+  CHECK(sim_run(&sim, both_closed, &p, 10 * UDX_US_PER_S));
+  CHECK(sim_app(p.b)->eof);
+  CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
+  CHECK_EQ(sim_app(p.a)->close_status, 0);
+  CHECK_EQ(sim_app(p.b)->close_status, 0);
+  CHECK_EQ(sim_app(p.b)->finishes, 1);
+  CHECK_EQ(sim_app(p.a)->read, 0);
+  CHECK(p.a->close_at == UDX_NEVER);
+  sim_destroy(&sim);
+}
+
+// A peer that never ends: the graceful close gives up at its deadline
+// (DESTROY: the peer sees ECONNRESET after it had every byte and the END).
+static void
+test_graceful_close_timeout (void) {
+  sim_t sim;
+  sim_init(&sim, 13);
+  pair_t p = pair(&sim);
+  sim_app_expect(p.b, 1, 5000);
+  sim_app_write(p.a, 1, 5000, false);
+  uint64_t t0 = sim.now;
+  CHECK_EQ(udx__stream_shutdown(p.a, 300, sim.now), 0);
+  CHECK_EQ(udx__stream_shutdown(p.a, 60000, sim.now), 0); // a later, longer one does not extend it
+  CHECK(sim_run(&sim, both_closed, &p, 2 * UDX_US_PER_S));
+  CHECK(sim_app(p.b)->eof);
+  CHECK_EQ(sim_app(p.b)->read, 5000);
+  CHECK_EQ(sim_app(p.a)->finishes, 1);
+  CHECK_EQ(sim_app(p.a)->close_status, UDX_ERR_TIMEDOUT);
+  CHECK_EQ(sim_app(p.b)->close_status, UDX_ERR_CONNRESET);
+  CHECK(sim.now - t0 >= 300000 && sim.now - t0 <= 400000);
+  // unconnected: closes at once
+  udx_stream_t *c = sim_stream(&sim, 0, 5);
+  CHECK_EQ(udx__stream_shutdown(c, 1000, sim.now), 0);
+  sim_advance(&sim, 1000);
+  CHECK_EQ(sim_app(c)->closed, 1);
+  CHECK_EQ(sim_app(c)->close_status, 0);
+  sim_destroy(&sim);
+}
+
 static const test_case_t cases[] = {
     {"ack_each", test_ack_each},
     {"ack_batch", test_ack_batch},
@@ -456,6 +513,8 @@ static const test_case_t cases[] = {
     {"half_close", test_half_close},
     {"close_waits_for_reader", test_close_waits_for_reader},
     {"destroy", test_destroy},
+    {"graceful_close", test_graceful_close},
+    {"graceful_close_timeout", test_graceful_close_timeout},
     {"message", test_message},
     {"preconnect", test_preconnect},
     {"keepalive", test_keepalive},

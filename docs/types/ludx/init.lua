@@ -90,6 +90,10 @@ function M.wake(task, ...) end
 ---@return ludx.Task? task
 function M.current() end
 
+--- True when the caller runs in the current task itself and so may wait; false in a timer or event callback and in a plain coroutine (close() uses it: outside a task it starts a graceful end and returns).
+---@return boolean yes
+function M.in_task() end
+
 --- The live tasks: {id, name, state, waiting}.
 ---@return table[] list
 function M.tasks() end

@@ -38,9 +38,13 @@ function C1:write(data, timeout) end
 ---@return true ok
 function C1:finish(timeout) end
 
---- The peer gets ECONNRESET.
+--- Graceful: the peer reads what is buffered for it, then EOF; what it writes later is dropped. Our waiting calls get EPIPE. Idempotent.
 ---@return true ok
 function C1:close() end
+
+--- Abortive: the peer gets ECONNRESET and loses what was buffered for it. Idempotent.
+---@return true ok
+function C1:destroy() end
 
 --- {bytes_written, bytes_read, writes, reads}.
 ---@return table stats

@@ -75,11 +75,14 @@ function C1:send_message(data, timeout) end
 ---@return string? code
 function C1:finish(timeout) end
 
---- Closes and destroys the raw stream.
----@return true ok
-function C1:close() end
+--- Graceful close: the frames written so far (the one a writer is putting out included) go out, then the raw stream closes gracefully (over udx: END after the last frame; the remote reads to EOF). Reads and writes fail from now on, and what was decrypted but not read is dropped. In a task it returns what the raw close returns (over udx: true once the remote acknowledged everything; ETIMEDOUT after timeout ms, default udx.CLOSE_TIMEOUT). Outside a task it starts the close. A stream that failed, or whose handshake is not done, is destroyed instead. Idempotent: a second close waits for the first.
+---@param timeout? number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C1:close(timeout) end
 
---- As close (the graceful end is finish()). Idempotent; waiting readers and writers get a code.
+--- Abortive close: the raw stream is destroyed (the remote sees a reset). Idempotent; waiting readers and writers get a code.
 ---@return true ok
 function C1:destroy() end
 

@@ -13,6 +13,7 @@
 --- per stream at a time (a second gets "busy", "EBUSY").
 ---@class ludx.udx
 ---@field READ_MAX integer What a read hands over at most unless told otherwise (64 KiB).
+---@field CLOSE_TIMEOUT integer How long a stream's graceful close may take by default, in ms (10 s): for the peer to acknowledge everything, and for its END while the stream lingers.
 local M = {}
 
 --- Binds a UDP socket: host "0.0.0.0" (default), "::" (dual stack), "127.0.0.1"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger).
@@ -141,11 +142,14 @@ function C2:finish(timeout) end
 ---@return string? code
 function C2:flush(timeout) end
 
---- Abortive close: the remote sees ECONNRESET. Idempotent; waiting readers and writers get "ECANCELED". The graceful end is finish().
----@return true ok
-function C2:close() end
+--- Graceful close: END after every byte written (a write in pieces under way is queued whole first); the remote reads to EOF, never a reset. Waiting readers (read, recv) and every later call get "ECANCELED"; a writer waiting for room returns true (its bytes are queued); flush and finish complete as the close does. In a task it returns true once the remote acknowledged every byte and the END; nil, msg, code when the stream failed first (ECONNRESET), or ETIMEDOUT after timeout ms (default CLOSE_TIMEOUT; then the stream is reset). Outside a task it starts the close and returns true. Then the stream lingers as a TCP socket does: what the remote still sends is acknowledged and dropped, and it closes at the remote's END (wait_closed), or is reset timeout ms after the call. Idempotent; destroy() cuts it short.
+---@param timeout? number
+---@return true? ok
+---@return string? err
+---@return string? code
+function C2:close(timeout) end
 
---- As close.
+--- Abortive close: the remote sees ECONNRESET; bytes not yet acknowledged are dropped. Idempotent; waiting readers and writers (and a close in progress) get "ECANCELED".
 ---@return true ok
 function C2:destroy() end
 
@@ -177,7 +181,7 @@ function C2:wait_readable(timeout) end
 ---@return string? code
 function C2:wait_drain(timeout) end
 
---- The error that ended the stream (ECANCELED after our own close), or nil while open or after a clean end.
+--- The error that ended the stream (ECANCELED after our own destroy, ETIMEDOUT after a close that timed out), or nil while open or after a clean end (a graceful close included).
 ---@return string? err
 ---@return string? code
 function C2:error() end

@@ -192,7 +192,11 @@ local function main(opts, phrase)
   local timeout = tonumber(opts.timeout)
   local unannouncing -- the task that unannounces while the pipe runs
   local function shutdown(status, err)
-    if conn then conn:close() end
+    -- a finished pipe ends gracefully (both ENDs are through by now); an
+    -- error or a signal resets it
+    if conn then
+      if status == 0 then conn:close(5000) else conn:destroy() end
+    end
     -- the announcement must not outlive the pipe: wait for the unannounce
     -- (bounded by its timeout); a signal during the wait, or the second
     -- Ctrl-C that ended the pipe, cuts it short
@@ -217,7 +221,7 @@ local function main(opts, phrase)
       -- writes to its first connection only); one that raced in before the
       -- server closed is turned away
       if conn or state.quit then
-        c:close()
+        c:destroy()
         return
       end
       conn = c
@@ -259,7 +263,7 @@ local function main(opts, phrase)
       local c, err = node:connect(kp.public_key, { keypair = kp, timeout = timeout })
       state.connected = true
       if c and state.signals then
-        c:close()
+        c:destroy()
         return
       end
       conn, state.connect_error = c, err

@@ -144,7 +144,7 @@ function M.connect(node, public_key, opts, timeout)
     handshake(h, target, public_key, keypair, opts, sid, cb)
   end)
   if not res then
-    stream:close()
+    stream:destroy()
     return nil, msg, code
   end
 
@@ -162,7 +162,7 @@ function M.connect(node, public_key, opts, timeout)
     stream:firewall("connect", remote_id)
     local ok, m, c = stream:wait_connected(math.min(PASSIVE_TIMEOUT, left() or PASSIVE_TIMEOUT))
     if not ok then
-      stream:close()
+      stream:destroy()
       if c == "ETIMEDOUT" then return nil, "Holepunch aborted", "HOLEPUNCH_ABORTED" end
       return nil, m, c
     end
@@ -183,13 +183,13 @@ function M.connect(node, public_key, opts, timeout)
     end)
     if not sock then
       if puncher then puncher:destroy() end
-      stream:close()
+      stream:destroy()
       return nil, port, host
     end
     stream:connect(sock.udx, remote_id, port, host)
     puncher:release()
   else
-    stream:close()
+    stream:destroy()
     return nil, "Cannot holepunch to remote", "CANNOT_HOLEPUNCH"
   end
 
@@ -218,7 +218,7 @@ function M.connect(node, public_key, opts, timeout)
   -- that order: the accepting side decides before the dialer's opens.
   local ok, m, c = conn:wait_header(math.min(PASSIVE_TIMEOUT, left() or PASSIVE_TIMEOUT))
   if not ok then
-    conn:close()
+    conn:destroy()
     if c == "ETIMEDOUT" then return nil, "the server did not answer on the stream", "PEER_CONNECTION_FAILED" end
     return nil, m, c
   end

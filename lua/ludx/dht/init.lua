@@ -469,7 +469,7 @@ end
 -- A node already destroyed closes obj at once.
 function Node:_own(obj)
   if self.destroyed then
-    pcall(obj.close, obj)
+    pcall(obj.destroy or obj.close, obj)
   else
     self.owned[obj] = true
   end
@@ -489,7 +489,7 @@ function Node:destroy()
   local list = {}
   for obj in pairs(self.owned) do list[#list + 1] = obj end
   self.owned = setmetatable({}, { __mode = "k" })
-  for _, obj in ipairs(list) do pcall(obj.close, obj) end
+  for _, obj in ipairs(list) do pcall(obj.destroy or obj.close, obj) end
   self.h:destroy()
   self.ready_waiters:wake_all(nil, "node destroyed", "NODE_DESTROYED")
   if self.close_waiters then self.close_waiters:wake_all(true) end

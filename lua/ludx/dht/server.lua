@@ -174,7 +174,7 @@ function Server:close(opts)
   local q = self.waiting
   for i = q.head, q.tail do
     local hs = q[i]
-    if hs and not hs.settled and hs.stream then pcall(hs.stream.close, hs.stream) end
+    if hs and not hs.settled and hs.stream then pcall(hs.stream.destroy, hs.stream) end
   end
   self.connects = {}
   self.remembered = { head = 1, tail = 0 }
@@ -274,7 +274,7 @@ function Server:_wait(hs)
     if not old.settled then
       self.stats.evicted = self.stats.evicted + 1
       self:_settle(old)
-      if old.stream then pcall(old.stream.close, old.stream) end
+      if old.stream then pcall(old.stream.destroy, old.stream) end
     end
   end
   q.tail = q.tail + 1
@@ -391,7 +391,7 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
   local hs = { done = false, settled = true, source = source, host = source_host, stream = stream }
   local hp_id = (stream and not our_remote) and self:_holepunch_id(hs) or 0
   local function fail()
-    if stream then stream:close() end
+    if stream then stream:destroy() end
     if hs.hp_id then self.holepunches[hs.hp_id] = nil end
     return nil
   end
@@ -463,8 +463,8 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
     end
     self:_settle(hs)
     if not live then
-      if conn then conn:close() end
-      stream:close()
+      if conn then conn:destroy() end
+      stream:destroy()
       return
     end
     hs.done = true

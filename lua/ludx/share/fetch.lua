@@ -131,7 +131,7 @@ function M.fetch(node, key, dest, opts)
   local ok
   ok, msg, code = conn:write(wire.hello())
   if not ok then
-    conn:close()
+    conn:destroy()
     return nil, msg, code
   end
   -- the manifest is refused from its length on when it is over the cap
@@ -140,20 +140,20 @@ function M.fetch(node, key, dest, opts)
   local kind, bytes
   kind, bytes, code = rd:next(M.READ_TIMEOUT)
   if kind ~= wire.MANIFEST then
-    conn:close()
     if kind == wire.ERROR then
+      conn:close(2000)
       local e = wire.decode(kind, bytes)
       return nil, "the share refused: " .. (e and e.message or "?"), "EREFUSED"
     end
     if code == "EPROTO" then conn:write(wire.error(wire.E_PROTOCOL, tostring(bytes))) end
-    conn:close()
+    conn:close(2000) -- the error goes out before the END
     return nil, kind and "expected the manifest" or ("manifest: " .. tostring(bytes or "the share closed the connection")), code or "EPROTO"
   end
   local m, why = manifest.decode(wire.decode(kind, bytes).encoded,
     { max_manifest = max_manifest, max_files = opts.max_files, max_depth = opts.max_depth })
   if not m then
     conn:write(wire.error(wire.E_PROTOCOL, why))
-    conn:close()
+    conn:close(2000)
     return nil, "bad manifest: " .. why, "EPROTO"
   end
   -- from here on only DATA and ERROR come: nothing longer than one DATA
@@ -163,7 +163,7 @@ function M.fetch(node, key, dest, opts)
   local layout = store.layout(m, dest)
   local function stop(...)
     store.close(layout)
-    conn:close()
+    conn:close(2000) -- an error message written before goes out first
     return ...
   end
   ok, msg, code = store.check(layout)
@@ -238,7 +238,7 @@ function M.fetch(node, key, dest, opts)
   end
   local stats = conn:stats()
   conn:finish(5000)
-  conn:close()
+  conn:close(5000)
   store.cleanup(layout)
   store.close(layout)
   if st.progress then st.progress:finish() end

@@ -42,7 +42,7 @@ end
 local function refuse(conn, code, message)
   conn:write(wire.error(code, message))
   conn:finish(2000)
-  conn:close()
+  conn:close(2000) -- the client reads the error, then ends
   return nil, message
 end
 
@@ -151,7 +151,7 @@ local function serve_get(self, conn, st, g)
     local ok, wmsg, wcode = wait_room(self, conn, st, #out)
     if ok then ok, wmsg, wcode = st.write(out) end
     if not ok then
-      conn:close()
+      conn:destroy()
       if wcode == "ETIMEDOUT" then wmsg = "the peer took no bytes for " .. self.write_timeout .. " ms" end
       return nil, wmsg
     end
@@ -217,7 +217,7 @@ local function handle(self, conn)
   if not room then
     self.refused = self.refused + 1
     conn:write(wire.error(wire.E_BUSY, why))
-    conn:close()
+    conn:close(2000) -- the error goes out before the END
     emit(self, "refuse", { peer = peer, host = host, error = why })
     return
   end
@@ -235,7 +235,7 @@ local function handle(self, conn)
   local hello = kind == wire.HELLO and wire.decode(kind, bytes)
   if not hello then
     err = kind and "no HELLO" or (bytes or "closed before HELLO")
-    if kind then refuse(conn, wire.E_PROTOCOL, "expected HELLO") else conn:close() end
+    if kind then refuse(conn, wire.E_PROTOCOL, "expected HELLO") else conn:destroy() end
   elseif hello.version ~= wire.VERSION then
     err = "protocol version " .. hello.version
     refuse(conn, wire.E_VERSION, "this share speaks protocol version " .. wire.VERSION)
@@ -243,7 +243,7 @@ local function handle(self, conn)
     local ok, msg = write_all(self, conn, st, wire.manifest(self.manifest.encoded))
     if not ok then
       err = msg
-      conn:close()
+      conn:destroy()
     end
     local task = not err and ludx.spawn("share reader", reader, self, rd, st)
     while not err do
@@ -259,18 +259,18 @@ local function handle(self, conn)
       elseif st.ended then
         if st.ended ~= true then err = st.ended end
         conn:finish(5000)
-        conn:close()
+        conn:close(5000) -- the client's END follows its last read
         break
       else
         local woke, _, code = st.wake:wait("share requests", self.idle_timeout)
         if not woke and code == "ETIMEDOUT" and st.qhead > st.qtail and not (st.fail or st.ended) then
           err = "idle for " .. self.idle_timeout .. " ms"
-          conn:close()
+          conn:destroy()
         end
       end
     end
     st.done = true
-    if task then conn:close() end
+    if task then conn:destroy() end
   end
   close_file(st)
   self.active = self.active - 1

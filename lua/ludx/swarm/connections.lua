@@ -210,7 +210,7 @@ function Swarm:_connect(p)
     local conn, msg, code = self.dht:connect(pk, { keypair = self.keypair, relay_addresses = p.relay_addresses,
       timeout = self.connect_timeout })
     if entry.dropped then
-      if conn then conn:close() end
+      if conn then conn:destroy() end
       return
     end
     entry.connecting = false
@@ -255,7 +255,7 @@ function Swarm:_opened(entry)
     local ok, err = xpcall(handler, debug.traceback, conn, p)
     if not conn:is_closed() then
       pcall(conn.finish, conn, self.finish_timeout)
-      conn:close()
+      conn:close(self.finish_timeout) -- the peer's END, or a reset after it
     end
     if not ok then error(err, 0) end
   end)
@@ -286,7 +286,7 @@ end
 
 -- A connection the DHT server accepted (runs in the server's task).
 function Swarm:_on_server_connection(conn)
-  if self.destroyed then return conn:close() end
+  if self.destroyed then return conn:destroy() end
   local pk = conn.remote_public_key
   local existing = self.all[pk]
   -- the firewall checked the cap at the handshake; handshakes in flight
@@ -294,7 +294,7 @@ function Swarm:_on_server_connection(conn)
   -- connection frees its own slot)
   if self.server_connections >= self.max_server_connections and not (existing and not existing.client) then
     self.counters.server_refused = self.counters.server_refused + 1
-    return conn:close()
+    return conn:destroy()
   end
   if existing then
     self.counters.duplicates = self.counters.duplicates + 1
@@ -308,7 +308,7 @@ function Swarm:_on_server_connection(conn)
     local keep_new = outdated or not key_greater(self.keypair.public_key, pk)
     if not keep_new then
       if old then ludx.spawn("swarm keepalive", function() pcall(old.write, old, "") end) end
-      return conn:close()
+      return conn:destroy()
     end
   end
   local p = self:_upsert(pk, nil, true)
@@ -323,7 +323,7 @@ function Swarm:_on_server_connection(conn)
     if existing.connecting then
       self:_drop_dial(existing)
     else
-      existing.conn:close()
+      existing.conn:destroy()
       self:_gone(existing)
     end
   end

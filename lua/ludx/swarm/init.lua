@@ -333,7 +333,7 @@ function Swarm:destroy()
     if e.connecting then
       self:_drop_dial(e)
     else
-      pcall(e.conn.close, e.conn)
+      pcall(e.conn.destroy, e.conn)
       self:_gone(e)
     end
   end
