@@ -249,7 +249,7 @@ local function main(argv)
   if err then status = 1 end
   done = true
   if o.watchStdin then released:get(10000) end
-  raw:close()
+  raw:destroy() -- the process exits: no linger
   sock:close()
   os.exit(status)
 end

@@ -23,7 +23,7 @@ end
 
 local tn = assert(dht.testnet(2, { timeout = 30000 }))
 local node = tn.nodes[2]
-local server = node:server(function(conn) conn:close() end, {
+local server = node:server(function(conn) conn:destroy() end, {
   max_handshakes = 1e9, max_handshakes_per_source = 1e9, max_pending = 1024, max_pending_per_source = 1e9,
 })
 local kp = dht.keypair(seed)

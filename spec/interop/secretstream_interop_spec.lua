@@ -105,6 +105,22 @@ describe("interop with @hyperswarm/secret-stream", function()
     ss:close()
   end, 60000))
 
+  it("a ludx close reaches Node as a clean end after every byte; both sides close without an error", run(function()
+    local ss, peer = connect({ mode = "recv", initiator = false }, { initiator = true })
+    local hash = send_generated(ss, 2 * MB, 26)
+    -- no finish: close sends the last frames, then the END
+    assert.is_true(ss:close(30000))
+    local done = assert(peer:expect("done", 30000))
+    assert.are.equal(2 * MB, done.bytes)
+    assert.are.equal(hash, done.hash)
+    assert.is_nil(done.error ~= require("ludx.json").null and done.error or nil)
+    -- Node ends its half after its reader's end: the raw stream closes cleanly
+    assert.is_true(ss.raw:wait_closed(30000))
+    assert.is_nil(ss.raw:error())
+    assert.are.equal(0, peer:wait())
+    peer:close()
+  end, 60000))
+
   it("IK: a ludx initiator that knows the Node responder's key", run(function()
     local ss, peer = connect(
       { mode = "recv", initiator = false, pattern = "IK" },
