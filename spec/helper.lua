@@ -81,4 +81,14 @@ function H.read_file(path)
   return s
 end
 
+--- How many peer records of key a DHT lookup from node finds (announced
+-- and not yet removed).
+function H.peer_records(node, key, timeout)
+  local n = 0
+  for r in assert(node:find_peer(key, timeout or 30000)) do
+    if r.peer then n = n + 1 end
+  end
+  return n
+end
+
 return H

@@ -173,13 +173,7 @@ describe("ludx.signal", function()
     local key = dht.keypair(seed).public_key
     local node = assert(dht.new({ bootstrap = bs, host = "127.0.0.1", port = 0 }))
     assert(node:ready(30000))
-    local function announced()
-      local n = 0
-      for r in assert(node:find_peer(key, 30000)) do
-        if r.peer then n = n + 1 end
-      end
-      return n
-    end
+    local function announced() return H.peer_records(node, key) end
     assert.is_true(announced() > 0)
     assert(beam:kill("SIGINT"))
     while beam:read(30000) do end

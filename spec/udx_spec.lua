@@ -320,6 +320,7 @@ describe("udx streams", function()
     -- the peer writes on, then ends: its bytes are acked and dropped
     assert(s2:write(string.rep("z", 2 * 1024 * 1024), 10000))
     assert.is_true(s2:finish(20000))
+    assert.are.equal(0, s1:stats().read_buffered) -- nothing held for nobody
     assert.is_nil(s2:read(nil, 10000)) -- EOF: s1's END
     assert.is_true(s1:wait_closed(10000))
     assert.is_true(s2:wait_closed(10000))

@@ -134,6 +134,14 @@ function End:finish(timeout)
   return true
 end
 
+-- Every waiter of both ends looks again (after a close or destroy).
+local function wake_both(self)
+  for _, e in ipairs({ self, self.peer }) do
+    e.readers:wake_all(true)
+    e.writers:wake_all(true)
+  end
+end
+
 --- Graceful close: the peer reads what is buffered for it, then EOF;
 -- what it writes from now on is dropped (as a lingering udx close acks and
 -- drops). Our own waiting readers and writers get "stream is closed",
@@ -144,10 +152,7 @@ function End:close()
   local peer = self.peer
   if not self.reset then peer.eof = true end
   self.chunks, self.head, self.tail, self.bytes, self.offset = {}, 1, 0, 0, 0
-  self.readers:wake_all(true)
-  self.writers:wake_all(true)
-  peer.readers:wake_all(true)
-  peer.writers:wake_all(true)
+  wake_both(self)
   return true
 end
 
@@ -161,10 +166,7 @@ function End:destroy()
     peer.reset = true
     peer.chunks, peer.head, peer.tail, peer.bytes, peer.offset = {}, 1, 0, 0, 0
   end
-  self.readers:wake_all(true)
-  self.writers:wake_all(true)
-  peer.readers:wake_all(true)
-  peer.writers:wake_all(true)
+  wake_both(self)
   return true
 end
 

@@ -214,13 +214,7 @@ describe("ludx beam", function()
     expect_err(a, "Joined the DHT")
     local key = dht.keypair(beam.decode(phrase)).public_key
     local n = assert(tn:create_node())
-    local function records()
-      local count = 0
-      for r in assert(n:find_peer(key, 30000)) do
-        if r.peer then count = count + 1 end
-      end
-      return count
-    end
+    local function records() return H.peer_records(n, key) end
     assert.is_true(records() > 0) -- the lookup sees the announcement
     local b = side("ludx", bs, { phrase }, { input = input })
     assert.are.equal(0, finish(b), b.err)
