@@ -422,6 +422,7 @@ l_close (lua_State *L) {
     lua_pushinteger(L, 0);
     return 1;
   }
+  ludx_fifo_clear(&s->messages); // the reader is gone: what was queued goes too
   return push_result(L, udx_stream_close(s->st, ms));
 }
 

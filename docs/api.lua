@@ -121,7 +121,8 @@ assert(b:connect(sock, 1, port, "127.0.0.1"))
 assert(a:write("hello"))
 print(b:read())               --> hello]],
     fields = { { "READ_MAX", "integer", "What a read hands over at most unless told otherwise (64 KiB)." },
-      { "CLOSE_TIMEOUT", "integer", "How long a stream's graceful close may take by default, in ms (10 s): for the peer to acknowledge everything, and for its END while the stream lingers." } },
+      { "CLOSE_TIMEOUT", "integer", "How long a stream's graceful close may take by default, in ms (10 s): for the peer to acknowledge everything, and for its END while the stream lingers." },
+      { "MAX_LINGERING", "integer", "How many streams one socket keeps lingering after a graceful close (1024); past it the oldest is reset. A socket's close resets the ones it has." } },
     functions = {
       { "bind(host?: string, port?: integer, opts?: table) -> sock: ludx.udx.Socket?, err: string?, code: string?", "Binds a UDP socket: host \"0.0.0.0\" (default), \"::\" (dual stack), \"127.0.0.1\"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger)." },
       { "stream(id: integer, opts?: table) -> stream: ludx.udx.Stream?, err: string?, code: string?", "A stream with a local id (0..2^32-1, unique in the process). opts: seq, read_buffer_limit (bytes), rwnd_max, keepalive (ms), timeout (give-up ms), firewall (\"accept\", \"drop\"), ack_policy (\"each\", \"batch\"), migration (true: accept packets from addresses other than the remote; by default a connected stream drops them)." },

@@ -375,6 +375,56 @@ describe("udx streams", function()
     for _, x in ipairs({ s2, a, c, d }) do x:destroy() end
   end))
 
+  it("a closed stream takes no more messages; a second, shorter close wins", run(function()
+    local s1, s2, a, b = pair()
+    assert(s2:send("before"))
+    assert(s1:wait_readable(10) or true)
+    local fired = ludx.waiters()
+    ludx.after(0, function() fired:wake_all(s1:close(60000)) end)
+    assert.is_true(fired:wait("timer", 10000))
+    assert.are.same({ nil, "stream is closed", "ECANCELED" }, { s1:recv(100) })
+    for _ = 1, 200 do assert(s2:send(string.rep("m", 1000))) end
+    assert.is_falsy(s1.h:take_message()) -- nothing queued for nobody
+    -- s2 never ends: the second close's 200 ms end the linger, not 60 s
+    assert.is_true(s1:close(200))
+    assert.is_true(s1:wait_closed(10000))
+    assert.are.equal("ETIMEDOUT", select(2, s1:error()))
+    s2:destroy()
+    a:close()
+    b:close()
+  end))
+
+  it("lingering streams are capped per socket (the oldest is reset), and a socket's close ends them", run(function()
+    local a = assert(udx.bind("127.0.0.1", 0))
+    local b = assert(udx.bind("127.0.0.1", 0))
+    local _, pa = a:address()
+    local _, pb = b:address()
+    local saved = udx.MAX_LINGERING
+    udx.MAX_LINGERING = 4
+    local mine, theirs = {}, {}
+    for i = 1, 6 do
+      local s1 = assert(udx.stream(100 + i))
+      local s2 = assert(udx.stream(200 + i))
+      assert(s1:connect(a, 200 + i, pb, "127.0.0.1"))
+      assert(s2:connect(b, 100 + i, pa, "127.0.0.1"))
+      assert(s1:close(10000)) -- acked; the peer never ends: it lingers
+      mine[i], theirs[i] = s1, s2
+    end
+    udx.MAX_LINGERING = saved
+    for i = 1, 2 do
+      assert.is_true(mine[i]:wait_closed(5000))
+      assert.are.equal("ECANCELED", select(2, mine[i]:error()))
+    end
+    for i = 3, 6 do assert.is_false(mine[i]:is_closed()) end
+    -- the socket's close resets the rest at once and frees its port
+    a:close()
+    for i = 3, 6 do assert.is_true(mine[i]:wait_closed(5000)) end
+    local again = assert(udx.bind("127.0.0.1", pa))
+    again:close()
+    for i = 1, 6 do theirs[i]:destroy() end
+    b:close()
+  end))
+
   it("wait_readable, wait_drain, error and handle: the methods layers above use", run(function()
     local s1, s2, a, b = pair()
     assert.are.equal("userdata", type(s1:handle()))
@@ -394,10 +444,10 @@ describe("udx streams", function()
     assert.is_true(s2:wait_readable(5000))
     assert.is_nil(s2:read(nil, 5000))
     assert.is_true(s2:wait_readable())
-    -- after a graceful close: no error; waits end at once
+    -- after a graceful close: no error; waits end at once, with ECANCELED
     assert.is_true(s2:close(10000))
     assert.is_nil(s2:error())
-    assert.is_true(s2:wait_readable(5000))
+    assert.are.same({ nil, "stream is closed", "ECANCELED" }, { s2:wait_readable(5000) })
     assert.is_nil(s1:read(nil, 5000)) -- s2's END: now s1 has ended both ways
     assert.is_true(s1:wait_closed(10000))
     assert.is_nil(s1:error())

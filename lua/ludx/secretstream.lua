@@ -318,7 +318,12 @@ local function pump_udx(self)
     local data, used, code = framer:feed_udx(h, READ_BATCH, self.mode ~= "bytes")
     if not self.header_in and data ~= nil then check_header(self) end
     if data == false then
-      raw:wait_readable()
+      local ok, wmsg, wcode = raw:wait_readable()
+      -- the raw stream was closed under us (by its own close or destroy)
+      if ok == nil and wcode ~= "ETIMEDOUT" then
+        if self.err or self.closed then return end
+        return fail(self, wmsg or "stream is closed", wcode or "ECANCELED")
+      end
     elseif data == nil then
       if used then return fail(self, used, code) end
       local rmsg, rcode = raw:error()
@@ -724,8 +729,11 @@ function Stream:close(timeout)
   timeout = check_ms(type(timeout) == "table" and timeout.timeout or timeout, "timeout", "close")
   local in_task = ludx.in_task()
   if self.closed then
+    -- a second close waits for the first (up to its own timeout)
+    local deadline = deadline_of(timeout)
     while self.closing and in_task do
-      self.close_waiters:wait("secretstream close", nil, "close")
+      local ok, _, c = self.close_waiters:wait("secretstream close", left(deadline), "close")
+      if ok == nil and c then break end
     end
     return true
   end
@@ -736,27 +744,42 @@ function Stream:close(timeout)
   -- readers and lock waiters see the close now; the frame under way (its
   -- writer holds the lock) is already queued on the raw stream whole
   release(self, false, true)
-  local r = pack(true)
-  if in_task then
+  local function done()
+    self.closing = false
+    self.close_waiters:wake_all(true)
+  end
+  if not in_task then
+    pcall(raw.close, raw, left(deadline))
+    done()
+    return true
+  end
+  -- whatever ends the wait (a cancel included), closing ends with it
+  local r = pack(pcall(function()
     -- the writer holding the lock finishes first (its frame is on the raw
-    -- stream; a raw udx close also waits for a write in pieces)
+    -- stream; a raw udx close also queues the rest of a write in pieces)
     while self.locked and now() < deadline do
       self.lock_waiters:wait("secretstream close", left(deadline), "close")
     end
-    r = pack(raw:close(left(deadline)))
-  else
-    pcall(raw.close, raw, left(deadline))
+    return raw:close(left(deadline))
+  end))
+  done()
+  if not r[1] then
+    pcall(raw.destroy or raw.close, raw)
+    error(r[2], 0)
   end
-  self.closing = false
-  self.close_waiters:wake_all(true)
-  return unpack(r, 1, r.n)
+  return unpack(r, 2, r.n)
 end
 
---- Abortive close: the raw stream is destroyed (the peer sees a reset);
--- waiting readers and writers get an error now. Idempotent.
+--- Abortive close: the raw stream is destroyed (the peer sees a reset),
+-- also after a close (its linger ends). Idempotent; waiting readers and
+-- writers get an error now.
 function Stream:destroy()
   if self.closed then
-    if self.closing then pcall(self.raw.destroy or self.raw.close, self.raw) end
+    pcall(self.raw.destroy or self.raw.close, self.raw)
+    if self.closing then
+      self.closing = false
+      self.close_waiters:wake_all(true)
+    end
     return true
   end
   local failed = self.err ~= nil

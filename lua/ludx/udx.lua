@@ -148,6 +148,16 @@ end
 function Socket:close()
   if self.closed then return true end
   self.closed = true
+  -- streams still lingering after a graceful close would hold the port:
+  -- they end now (reset)
+  local q = self.closing_streams
+  if q then
+    for i = q.head, q.tail do
+      local s = q[i]
+      if s and s.lingering then s:destroy() end
+    end
+    self.closing_streams = nil
+  end
   ludx.untrack(self)
   local ok = self.h:close()
   self.waiters:wake_all(nil, "socket is closed", "EBADF")
@@ -277,7 +287,8 @@ local function write_done(self)
 end
 
 -- finish and close: the rest of a write in pieces under way is queued
--- now, whole, so that the END comes after all of it.
+-- now, whole, so that the END comes after all of it (its writer then
+-- returns true).
 local function take_rest(self)
   if self.wrest then
     self.h:write(self.wrest, self.wrest_off)
@@ -426,7 +437,7 @@ end
 -- Take the bytes with read() (or, for the C framer, through handle()).
 function Stream:wait_readable(timeout)
   timeout = timeout_arg(timeout, "wait_readable")
-  if self.shut then return true end
+  if self.shut then return close_error(self) end
   local n, eof = self.h:readable()
   if self.closed or n > 0 or eof then return true end
   local ok, m, c = queue(self, "readers"):wait("read", timeout, "wait_readable")
@@ -468,6 +479,7 @@ end
 --- The next MESSAGE datagram.
 function Stream:recv(timeout)
   timeout = timeout_arg(timeout, "recv")
+  if self.shut then return close_error(self) end
   while true do
     local m = self.h:take_message()
     if m then return m end
@@ -479,6 +491,56 @@ end
 
 --- How long close() waits for the graceful end by default (ms).
 M.CLOSE_TIMEOUT = 10000
+
+--- How many streams one socket keeps lingering after a graceful close:
+-- past it the oldest is reset, so peers that never end cannot pile up
+-- closed streams (each holds its id and state until its timeout).
+M.MAX_LINGERING = 1024
+
+-- A stream that closed gracefully and waits for the peer's END joins its
+-- socket's list (a FIFO with stale entries skipped, compacted as it grows).
+local function linger_track(self)
+  local sock = self.socket
+  if not sock or self.lingering or sock.closed then return end
+  local q = sock.closing_streams
+  if not q then
+    q = { head = 1, tail = 0, n = 0 }
+    sock.closing_streams = q
+  end
+  if q.tail - q.head + 1 > 2 * q.n + 64 then
+    local live = { head = 1, tail = 0, n = q.n }
+    for i = q.head, q.tail do
+      local s = q[i]
+      if s and s.lingering then
+        live.tail = live.tail + 1
+        live[live.tail] = s
+      end
+    end
+    q = live
+    sock.closing_streams = q
+  end
+  self.lingering = true
+  q.tail = q.tail + 1
+  q[q.tail] = self
+  q.n = q.n + 1
+  while q.n > M.MAX_LINGERING do
+    local old = q[q.head]
+    q[q.head] = nil
+    q.head = q.head + 1
+    if old and old.lingering then
+      old.lingering = false
+      q.n = q.n - 1
+      old:destroy()
+    end
+  end
+end
+
+local function linger_untrack(s)
+  if not s.lingering then return end
+  s.lingering = false
+  local q = s.socket and s.socket.closing_streams
+  if q then q.n = q.n - 1 end
+end
 
 
 --- Graceful close: the END goes after every byte written (a write under
@@ -500,18 +562,23 @@ function Stream:close(timeout)
   timeout = timeout_arg(timeout, "close")
   if self.closed or self.destroyed then return true end
   local in_task = ludx.in_task()
+  local ms = math.min(math.max(0, math.ceil(timeout or M.CLOSE_TIMEOUT)), 4294967295)
   if not self.shut then
     self.shut = true
     -- a write in pieces under way is queued whole now: its bytes go out
-    -- before the END (its writer still wakes with ECANCELED)
+    -- before the END
     take_rest(self)
     wake(self, "readers", nil, "stream is closed", "ECANCELED")
     wake(self, "messages", nil, "stream is closed", "ECANCELED")
     wake(self, "writers", true) -- every byte they wrote is queued
-    local ms = timeout or M.CLOSE_TIMEOUT
-    local r = self.h:close(math.min(math.max(0, math.ceil(ms)), 4294967295))
-    if r == nil then self.h:destroy() end
   end
+  -- every call: a shorter timeout than the first close's wins (in C)
+  local r, msg, code = self.h:close(ms)
+  if r == nil then
+    self.h:destroy()
+    return nil, msg, code
+  end
+  if not self.closed then linger_track(self) end
   if not in_task then return true end
   -- the engine's deadline bounds this wait: it resets the stream then
   while not (self.finished or self.closed) do
@@ -704,6 +771,7 @@ end)
 
 ludx.on_event(EV.UDX_CLOSE, function(s, status)
   s.closed = true
+  linger_untrack(s)
   if status < 0 and not s.err_code then
     s.err_msg, s.err_code = core.strerror(status)
   end

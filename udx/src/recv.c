@@ -289,7 +289,8 @@ udx__stream_recv (udx_stream_t *s, const uint8_t *buf, size_t len, uint64_t now)
     return;
   }
 
-  if ((type & UDX_HEADER_MESSAGE) && s->cb.on_message) {
+  // after a graceful close nobody reads them: dropped
+  if ((type & UDX_HEADER_MESSAGE) && s->cb.on_message && !(s->status & UDX_S_CLOSING)) {
     if (!UDX_CALLBACK(s, s->cb.on_message(s, pkt.data, pkt.data_len)))
       return;
   }

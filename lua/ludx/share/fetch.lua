@@ -145,8 +145,12 @@ function M.fetch(node, key, dest, opts)
       local e = wire.decode(kind, bytes)
       return nil, "the share refused: " .. (e and e.message or "?"), "EREFUSED"
     end
-    if code == "EPROTO" then conn:write(wire.error(wire.E_PROTOCOL, tostring(bytes))) end
-    conn:close(2000) -- the error goes out before the END
+    if code == "EPROTO" then
+      conn:write(wire.error(wire.E_PROTOCOL, tostring(bytes)))
+      conn:close(2000) -- the error goes out before the END
+    else
+      conn:destroy() -- a timeout or a reset: nothing to say
+    end
     return nil, kind and "expected the manifest" or ("manifest: " .. tostring(bytes or "the share closed the connection")), code or "EPROTO"
   end
   local m, why = manifest.decode(wire.decode(kind, bytes).encoded,

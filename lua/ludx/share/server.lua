@@ -273,6 +273,11 @@ local function handle(self, conn)
     if task then conn:destroy() end
   end
   close_file(st)
+  -- the slot is held until the stream is gone: a closed one lingers until
+  -- the client's END (at most its close timeout), and a client that never
+  -- ends must not get more streams than the caps by it
+  local raw = conn.udx_stream
+  if raw and raw.wait_closed then pcall(raw.wait_closed, raw, 10000) end
   self.active = self.active - 1
   self:_release()
   count(self.per_peer, peer, -1)

@@ -254,8 +254,12 @@ function Swarm:_opened(entry)
   local t = ludx.spawn("swarm connection", function()
     local ok, err = xpcall(handler, debug.traceback, conn, p)
     if not conn:is_closed() then
-      pcall(conn.finish, conn, self.finish_timeout)
-      conn:close(self.finish_timeout) -- the peer's END, or a reset after it
+      if ok then
+        pcall(conn.finish, conn, self.finish_timeout)
+        conn:close(self.finish_timeout) -- the peer's END, or a reset after it
+      else
+        conn:destroy() -- a handler that failed: no clean end for the peer
+      end
     end
     if not ok then error(err, 0) end
   end)
