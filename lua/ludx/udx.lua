@@ -71,6 +71,35 @@ end
 ---------------------------------------------------------------------------
 -- Sockets
 
+-- A stream that closed gracefully and waits for the peer's END joins its
+-- socket's list (oldest first, linked through the streams: a stream that
+-- ends leaves it at once).
+local function linger_untrack(s)
+  if not s.lingering then return end
+  s.lingering = false
+  local sock = s.linger_sock
+  local prev, nxt = s.lprev, s.lnext
+  if prev then prev.lnext = nxt else sock.lhead = nxt end
+  if nxt then nxt.lprev = prev else sock.ltail = prev end
+  s.lprev, s.lnext, s.linger_sock = nil, nil, nil
+  sock.lcount = sock.lcount - 1
+end
+
+local function linger_track(self)
+  local sock = self.socket
+  if not sock or self.lingering or sock.closed then return end
+  self.lingering, self.linger_sock = true, sock
+  self.lprev = sock.ltail
+  if sock.ltail then sock.ltail.lnext = self else sock.lhead = self end
+  sock.ltail = self
+  sock.lcount = (sock.lcount or 0) + 1
+  while sock.lcount > M.MAX_LINGERING do
+    local old = sock.lhead
+    linger_untrack(old)
+    old:destroy()
+  end
+end
+
 local Socket = {}
 Socket.__index = Socket
 -- One line for the REPL and logs: kind, address, state.
@@ -150,13 +179,10 @@ function Socket:close()
   self.closed = true
   -- streams still lingering after a graceful close would hold the port:
   -- they end now (reset)
-  local q = self.closing_streams
-  if q then
-    for i = q.head, q.tail do
-      local s = q[i]
-      if s and s.lingering then s:destroy() end
-    end
-    self.closing_streams = nil
+  while self.lhead do
+    local s = self.lhead
+    linger_untrack(s)
+    s:destroy()
   end
   ludx.untrack(self)
   local ok = self.h:close()
@@ -496,52 +522,6 @@ M.CLOSE_TIMEOUT = 10000
 -- past it the oldest is reset, so peers that never end cannot pile up
 -- closed streams (each holds its id and state until its timeout).
 M.MAX_LINGERING = 1024
-
--- A stream that closed gracefully and waits for the peer's END joins its
--- socket's list (a FIFO with stale entries skipped, compacted as it grows).
-local function linger_track(self)
-  local sock = self.socket
-  if not sock or self.lingering or sock.closed then return end
-  local q = sock.closing_streams
-  if not q then
-    q = { head = 1, tail = 0, n = 0 }
-    sock.closing_streams = q
-  end
-  if q.tail - q.head + 1 > 2 * q.n + 64 then
-    local live = { head = 1, tail = 0, n = q.n }
-    for i = q.head, q.tail do
-      local s = q[i]
-      if s and s.lingering then
-        live.tail = live.tail + 1
-        live[live.tail] = s
-      end
-    end
-    q = live
-    sock.closing_streams = q
-  end
-  self.lingering = true
-  q.tail = q.tail + 1
-  q[q.tail] = self
-  q.n = q.n + 1
-  while q.n > M.MAX_LINGERING do
-    local old = q[q.head]
-    q[q.head] = nil
-    q.head = q.head + 1
-    if old and old.lingering then
-      old.lingering = false
-      q.n = q.n - 1
-      old:destroy()
-    end
-  end
-end
-
-local function linger_untrack(s)
-  if not s.lingering then return end
-  s.lingering = false
-  local q = s.socket and s.socket.closing_streams
-  if q then q.n = q.n - 1 end
-end
-
 
 --- Graceful close: the END goes after every byte written (a write under
 -- way is queued whole first); the peer sees EOF, not a reset. Tasks
