@@ -11,9 +11,11 @@
 -- samples are made before the run, so they do not count as growth. Not a
 -- timed test. Exit status 0 when both are flat.
 --
--- Measured (2 cores, idle, first 10% -> last 10% of the run):
---     200,000 pairs, 20,000 warm-up, 23 s:  heap 304.6 -> 304.6 KB (+0.0%), RSS 4662 -> 4664 KB (+0.0%)
---   1,000,000 pairs, 100,000 warm-up, 107 s: heap 289.7 -> 289.7 KB (+0.0%), RSS 4732 -> 4736 KB (+0.1%)
+-- Measured (2 cores, first 10% -> last 10% of the run), with the lingering
+-- streams in a list linked through them (a FIFO that kept stale entries
+-- held up to 64 dead streams per socket: a heap sawtooth read as +6.1%):
+--     200,000 pairs, 20,000 warm-up, 18 s:   heap 287.5 -> 291.7 KB (+1.4%), RSS 4836 -> 4840 KB (+0.1%)
+--   1,000,000 pairs, 100,000 warm-up, 106 s: heap 284.8 -> 284.8 KB (+0.0%), RSS 4574 -> 4704 KB (+2.8%)
 local ludx = require "ludx"
 local udx = require "ludx.udx"
 
