@@ -122,8 +122,9 @@ assert(a:write("hello"))
 print(b:read())               --> hello]],
     fields = { { "READ_MAX", "integer", "What a read hands over at most unless told otherwise (64 KiB)." },
       { "CLOSE_TIMEOUT", "integer", "How long a stream's graceful close may take by default, in ms (10 s): for the peer to acknowledge everything, and for its END while the stream lingers." },
-      { "MAX_LINGERING", "integer", "How many streams one socket keeps lingering after a graceful close (1024); past it the oldest is reset. A socket's close resets the ones it has." } },
+      { "MAX_LINGERING", "integer", "How many streams the process keeps lingering after a graceful close (4096); past it the oldest is reset. A socket's close resets the ones on it (its port is free at once)." } },
     functions = {
+      { "lingering() -> n: integer", "How many streams linger now: closed gracefully, waiting for the peer's END (at most MAX_LINGERING)." },
       { "bind(host?: string, port?: integer, opts?: table) -> sock: ludx.udx.Socket?, err: string?, code: string?", "Binds a UDP socket: host \"0.0.0.0\" (default), \"::\" (dual stack), \"127.0.0.1\"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger)." },
       { "stream(id: integer, opts?: table) -> stream: ludx.udx.Stream?, err: string?, code: string?", "A stream with a local id (0..2^32-1, unique in the process). opts: seq, read_buffer_limit (bytes), rwnd_max, keepalive (ms), timeout (give-up ms), firewall (\"accept\", \"drop\"), ack_policy (\"each\", \"batch\"), migration (true: accept packets from addresses other than the remote; by default a connected stream drops them)." },
       { "set_fault(fault?: table) -> ok: boolean", "Fault injection for every datagram (nil clears): {seed, loss, duplicate, reorder, reorder_us, corrupt, send_error, send_errno, blackout_start_ms, blackout_ms, direction = \"tx\"|\"rx\"|\"both\"}." },

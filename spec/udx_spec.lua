@@ -394,11 +394,27 @@ describe("udx streams", function()
     b:close()
   end))
 
-  it("lingering streams are capped per socket (the oldest is reset), and a socket's close ends them", run(function()
+  it("lingering streams are capped (the oldest done sending is reset first), and a socket's close ends them", run(function()
+    -- what earlier cases left lingering ends within their close timeouts
+    for _ = 1, 300 do
+      if udx.lingering() == 0 then break end
+      ludx.sleep(50)
+    end
+    assert.are.equal(0, udx.lingering())
     local a = assert(udx.bind("127.0.0.1", 0))
     local b = assert(udx.bind("127.0.0.1", 0))
     local _, pa = a:address()
     local _, pb = b:address()
+    -- the oldest: still sending (nobody acks its END)
+    local gone = assert(udx.bind("127.0.0.1", 0))
+    local _, pg = gone:address()
+    gone:close()
+    local stuck = assert(udx.stream(99))
+    assert(stuck:connect(a, 98, pg, "127.0.0.1"))
+    assert(stuck:write("never acked"))
+    local closer = ludx.spawn("closer", function() return stuck:close(10000) end)
+    ludx.yield()
+    assert.are.equal(1, udx.lingering())
     local saved = udx.MAX_LINGERING
     udx.MAX_LINGERING = 4
     local mine, theirs = {}, {}
@@ -411,14 +427,18 @@ describe("udx streams", function()
       mine[i], theirs[i] = s1, s2
     end
     udx.MAX_LINGERING = saved
-    for i = 1, 2 do
+    for i = 1, 3 do
       assert.is_true(mine[i]:wait_closed(5000))
       assert.are.equal("ECANCELED", select(2, mine[i]:error()))
     end
-    for i = 3, 6 do assert.is_false(mine[i]:is_closed()) end
+    for i = 4, 6 do assert.is_false(mine[i]:is_closed()) end
+    assert.is_false(stuck:is_closed()) -- still delivering: not pushed out
+    assert.are.equal(4, udx.lingering())
     -- the socket's close resets the rest at once and frees its port
     a:close()
-    for i = 3, 6 do assert.is_true(mine[i]:wait_closed(5000)) end
+    for i = 4, 6 do assert.is_true(mine[i]:wait_closed(5000)) end
+    assert.is_true(stuck:wait_closed(5000))
+    closer:join(5000)
     local again = assert(udx.bind("127.0.0.1", pa))
     again:close()
     for i = 1, 6 do theirs[i]:destroy() end
@@ -594,10 +614,17 @@ describe("udx streams", function()
     assert.are.equal("first packet", server:read(nil, 5000))
     assert(server:write("reply"))
     assert.are.equal("reply", client:read(nil, 5000))
-    client:close()
-    server:close()
-    a:close()
+    -- closed gracefully while the client never ends: it lingers, and counts
+    -- toward udx.MAX_LINGERING though no socket object knows it
+    local n0 = udx.lingering()
+    assert.is_true(server:close(10000))
+    assert.are.equal(n0 + 1, udx.lingering())
+    -- closing the socket it came in on ends it at once
     b:close()
+    assert.is_true(server:wait_closed(5000))
+    assert.are.equal(n0, udx.lingering())
+    client:destroy()
+    a:close()
   end))
 
   it("reports a duplicate local id and names wrong arguments", run(function()

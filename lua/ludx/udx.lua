@@ -71,32 +71,58 @@ end
 ---------------------------------------------------------------------------
 -- Sockets
 
--- A stream that closed gracefully and waits for the peer's END joins its
--- socket's list (oldest first, linked through the streams: a stream that
--- ends leaves it at once).
+-- Streams that closed gracefully and wait for the peer's END, oldest
+-- first, linked through the streams (one that ends leaves at once), in two
+-- lists: still sending (our END not acked yet) and done sending. One pair
+-- for the process: a stream connected by the firewall rule has no socket
+-- object here. Past the cap the oldest done one goes first, so peers that
+-- never end cannot push out streams still delivering their last bytes.
+local sending = { n = 0 }
+local done_sending = { n = 0 }
+local lcount = 0
+
+local function unlink(s)
+  local l = s.linger_list
+  if not l then return end
+  local prev, nxt = s.lprev, s.lnext
+  if prev then prev.lnext = nxt else l.head = nxt end
+  if nxt then nxt.lprev = prev else l.tail = prev end
+  s.lprev, s.lnext, s.linger_list = nil, nil, nil
+  l.n = l.n - 1
+end
+
+local function link(s, l)
+  s.linger_list = l
+  s.lprev = l.tail
+  if l.tail then l.tail.lnext = s else l.head = s end
+  l.tail = s
+  l.n = l.n + 1
+end
+
 local function linger_untrack(s)
   if not s.lingering then return end
   s.lingering = false
-  local sock = s.linger_sock
-  local prev, nxt = s.lprev, s.lnext
-  if prev then prev.lnext = nxt else sock.lhead = nxt end
-  if nxt then nxt.lprev = prev else sock.ltail = prev end
-  s.lprev, s.lnext, s.linger_sock = nil, nil, nil
-  sock.lcount = sock.lcount - 1
+  unlink(s)
+  lcount = lcount - 1
 end
 
 local function linger_track(self)
-  local sock = self.socket
-  if not sock or self.lingering or sock.closed then return end
-  self.lingering, self.linger_sock = true, sock
-  self.lprev = sock.ltail
-  if sock.ltail then sock.ltail.lnext = self else sock.lhead = self end
-  sock.ltail = self
-  sock.lcount = (sock.lcount or 0) + 1
-  while sock.lcount > M.MAX_LINGERING do
-    local old = sock.lhead
+  if self.lingering then return end
+  self.lingering = true
+  link(self, self.finished and done_sending or sending)
+  lcount = lcount + 1
+  while lcount > M.MAX_LINGERING do
+    local old = done_sending.head or sending.head
     linger_untrack(old)
     old:destroy()
+  end
+end
+
+-- our END was acked: the stream is done sending
+local function linger_finished(s)
+  if s.lingering and s.linger_list == sending then
+    unlink(s)
+    link(s, done_sending)
   end
 end
 
@@ -177,13 +203,8 @@ end
 function Socket:close()
   if self.closed then return true end
   self.closed = true
-  -- streams still lingering after a graceful close would hold the port:
-  -- they end now (reset)
-  while self.lhead do
-    local s = self.lhead
-    linger_untrack(s)
-    s:destroy()
-  end
+  -- streams still lingering after a graceful close on it end now (reset,
+  -- in C): they do not hold its port
   ludx.untrack(self)
   local ok = self.h:close()
   self.waiters:wake_all(nil, "socket is closed", "EBADF")
@@ -518,10 +539,16 @@ end
 --- How long close() waits for the graceful end by default (ms).
 M.CLOSE_TIMEOUT = 10000
 
---- How many streams one socket keeps lingering after a graceful close:
+--- How many streams the process keeps lingering after a graceful close:
 -- past it the oldest is reset, so peers that never end cannot pile up
 -- closed streams (each holds its id and state until its timeout).
-M.MAX_LINGERING = 1024
+M.MAX_LINGERING = 4096
+
+--- How many streams linger now (closed gracefully, waiting for the peer's
+-- END).
+function M.lingering()
+  return lcount
+end
 
 --- Graceful close: the END goes after every byte written (a write under
 -- way is queued whole first); the peer sees EOF, not a reset. Tasks
@@ -741,6 +768,7 @@ end)
 
 ludx.on_event(EV.UDX_FINISH, function(s)
   s.finished = true
+  linger_finished(s)
   wake(s, "finishers", true)
   wake(s, "closers", true)
 end)

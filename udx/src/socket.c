@@ -625,13 +625,30 @@ udx_socket_close (udx_socket_t *sock) {
   if (sock->closing)
     return UV_EINVAL;
   udx_t *udx = sock->udx;
+  bool lingering = false;
   for (uint32_t i = 0; i < udx->ids.cap; i++) {
     udx_stream_t *s = udx->ids.slots[i];
     if (s == NULL || udx__stream_dead(s))
       continue;
     for (int r = 0; r < 2; r++) {
-      if (s->remote[r].valid && s->remote[r].socket == sock && (s->status & UDX_S_CONNECTED))
-        return UV_EBUSY;
+      if (s->remote[r].valid && s->remote[r].socket == sock && (s->status & UDX_S_CONNECTED)) {
+        if (!(s->status & UDX_S_CLOSING))
+          return UV_EBUSY;
+        lingering = true;
+      }
+    }
+  }
+  // Streams that only linger after a graceful close do not hold the
+  // socket (its port): they end now, as their deadline would end them.
+  for (uint32_t i = 0; lingering && i < udx->ids.cap; i++) {
+    udx_stream_t *s = udx->ids.slots[i];
+    if (s == NULL || udx__stream_dead(s))
+      continue;
+    for (int r = 0; r < 2; r++) {
+      if (s->remote[r].valid && s->remote[r].socket == sock && (s->status & UDX_S_CONNECTED)) {
+        udx__stream_destroy(s, udx__now());
+        break;
+      }
     }
   }
 

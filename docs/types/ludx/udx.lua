@@ -14,8 +14,12 @@
 ---@class ludx.udx
 ---@field READ_MAX integer What a read hands over at most unless told otherwise (64 KiB).
 ---@field CLOSE_TIMEOUT integer How long a stream's graceful close may take by default, in ms (10 s): for the peer to acknowledge everything, and for its END while the stream lingers.
----@field MAX_LINGERING integer How many streams one socket keeps lingering after a graceful close (1024); past it the oldest is reset. A socket's close resets the ones it has.
+---@field MAX_LINGERING integer How many streams the process keeps lingering after a graceful close (4096); past it the oldest is reset. A socket's close resets the ones on it (its port is free at once).
 local M = {}
+
+--- How many streams linger now: closed gracefully, waiting for the peer's END (at most MAX_LINGERING).
+---@return integer n
+function M.lingering() end
 
 --- Binds a UDP socket: host "0.0.0.0" (default), "::" (dual stack), "127.0.0.1"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger).
 ---@param host? string

@@ -456,7 +456,7 @@ function Server:_add_handshake(noise, client_address, direct, source, source_hos
       -- connection and makes nobody known
       conn = open_conn()
       local deadline = ludx.now() + HANDSHAKE_INITIAL_TIMEOUT
-      while not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received == 0 and ludx.now() < deadline do
+      while not (stream.closed or stream.shut or hs.settled or self.closed) and stream:stats().packets_received == 0 and ludx.now() < deadline do
         stream:wait_readable(deadline - ludx.now()) -- a readable event (or the timeout)
       end
       live = not (stream.closed or hs.settled or self.closed) and stream:stats().packets_received > 0

@@ -270,7 +270,7 @@ local function handle(self, conn)
       end
     end
     st.done = true
-    if task then conn:destroy() end
+    if task and not conn:is_closed() then conn:destroy() end
   end
   close_file(st)
   -- the slot is held until the stream is gone: a closed one lingers until
