@@ -16,6 +16,8 @@
 -- held up to 64 dead streams per socket: a heap sawtooth read as +6.1%):
 --     200,000 pairs, 20,000 warm-up, 18 s:   heap 287.5 -> 291.7 KB (+1.4%), RSS 4836 -> 4840 KB (+0.1%)
 --   1,000,000 pairs, 100,000 warm-up, 106 s: heap 284.8 -> 284.8 KB (+0.0%), RSS 4574 -> 4704 KB (+2.8%)
+--   (one list for the process, the streams done sending evicted first:)
+--   1,000,000 pairs, 100,000 warm-up, 108 s: heap 302.4 -> 302.4 KB (+0.0%), RSS 4816 -> 4820 KB (+0.1%)
 local ludx = require "ludx"
 local udx = require "ludx.udx"
 
