@@ -79,11 +79,9 @@ end
 -- never end cannot push out streams still delivering their last bytes.
 local sending = { n = 0 }
 local done_sending = { n = 0 }
-local lcount = 0
 
 local function unlink(s)
   local l = s.linger_list
-  if not l then return end
   local prev, nxt = s.lprev, s.lnext
   if prev then prev.lnext = nxt else l.head = nxt end
   if nxt then nxt.lprev = prev else l.tail = prev end
@@ -99,28 +97,24 @@ local function link(s, l)
   l.n = l.n + 1
 end
 
+-- a stream lingers while it is in one of the two lists
 local function linger_untrack(s)
-  if not s.lingering then return end
-  s.lingering = false
-  unlink(s)
-  lcount = lcount - 1
+  if s.linger_list then unlink(s) end
 end
 
 local function linger_track(self)
-  if self.lingering then return end
-  self.lingering = true
+  if self.linger_list then return end
   link(self, self.finished and done_sending or sending)
-  lcount = lcount + 1
-  while lcount > M.MAX_LINGERING do
+  while sending.n + done_sending.n > M.MAX_LINGERING do
     local old = done_sending.head or sending.head
-    linger_untrack(old)
+    unlink(old)
     old:destroy()
   end
 end
 
 -- our END was acked: the stream is done sending
 local function linger_finished(s)
-  if s.lingering and s.linger_list == sending then
+  if s.linger_list == sending then
     unlink(s)
     link(s, done_sending)
   end
@@ -203,9 +197,9 @@ end
 function Socket:close()
   if self.closed then return true end
   self.closed = true
-  -- streams still lingering after a graceful close on it end now (reset,
-  -- in C): they do not hold its port
   ludx.untrack(self)
+  -- streams only lingering on it after a graceful close end now (reset,
+  -- in C): they do not hold its port
   local ok = self.h:close()
   self.waiters:wake_all(nil, "socket is closed", "EBADF")
   return ok
@@ -547,7 +541,7 @@ M.MAX_LINGERING = 4096
 --- How many streams linger now (closed gracefully, waiting for the peer's
 -- END).
 function M.lingering()
-  return lcount
+  return sending.n + done_sending.n
 end
 
 --- Graceful close: the END goes after every byte written (a write under
@@ -587,9 +581,10 @@ function Stream:close(timeout)
   end
   if not self.closed then linger_track(self) end
   if not in_task then return true end
-  -- the engine's deadline bounds this wait: it resets the stream then
+  -- woken as finish is (END acked, or closed); the engine's deadline
+  -- bounds the wait: it resets the stream then
   while not (self.finished or self.closed) do
-    queue(self, "closers"):wait("close", nil, "close")
+    queue(self, "finishers"):wait("close", nil, "close")
   end
   if self.finished then return true end
   if self.err_code then return nil, self.err_msg, self.err_code end
@@ -770,7 +765,6 @@ ludx.on_event(EV.UDX_FINISH, function(s)
   s.finished = true
   linger_finished(s)
   wake(s, "finishers", true)
-  wake(s, "closers", true)
 end)
 
 ludx.on_event(EV.UDX_MESSAGE, function(s)
@@ -790,7 +784,6 @@ ludx.on_event(EV.UDX_CLOSE, function(s, status)
   wake(s, "writers", nil, msg, code)
   wake(s, "flushers", nil, msg, code)
   wake(s, "events", true)
-  wake(s, "closers", true)
   if not s.finished then wake(s, "finishers", nil, msg, code) end
   -- once, with the final stats (ludx.resume remembers the path here)
   local on_close = s.on_close

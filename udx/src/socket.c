@@ -620,6 +620,18 @@ udx__on_socket_handle_closed (uv_handle_t *h) {
   free(sock);
 }
 
+// A live stream connected through sock (by either of its remotes).
+static bool
+udx__stream_uses (const udx_stream_t *s, const udx_socket_t *sock) {
+  if (s == NULL || udx__stream_dead(s) || !(s->status & UDX_S_CONNECTED))
+    return false;
+  for (int r = 0; r < 2; r++) {
+    if (s->remote[r].valid && s->remote[r].socket == sock)
+      return true;
+  }
+  return false;
+}
+
 int
 udx_socket_close (udx_socket_t *sock) {
   if (sock->closing)
@@ -628,28 +640,18 @@ udx_socket_close (udx_socket_t *sock) {
   bool lingering = false;
   for (uint32_t i = 0; i < udx->ids.cap; i++) {
     udx_stream_t *s = udx->ids.slots[i];
-    if (s == NULL || udx__stream_dead(s))
+    if (!udx__stream_uses(s, sock))
       continue;
-    for (int r = 0; r < 2; r++) {
-      if (s->remote[r].valid && s->remote[r].socket == sock && (s->status & UDX_S_CONNECTED)) {
-        if (!(s->status & UDX_S_CLOSING))
-          return UV_EBUSY;
-        lingering = true;
-      }
-    }
+    if (!(s->status & UDX_S_CLOSING))
+      return UV_EBUSY;
+    lingering = true;
   }
   // Streams that only linger after a graceful close do not hold the
   // socket (its port): they end now, as their deadline would end them.
   for (uint32_t i = 0; lingering && i < udx->ids.cap; i++) {
     udx_stream_t *s = udx->ids.slots[i];
-    if (s == NULL || udx__stream_dead(s))
-      continue;
-    for (int r = 0; r < 2; r++) {
-      if (s->remote[r].valid && s->remote[r].socket == sock && (s->status & UDX_S_CONNECTED)) {
-        udx__stream_destroy(s, udx__now());
-        break;
-      }
-    }
+    if (udx__stream_uses(s, sock))
+      udx__stream_destroy(s, udx__now());
   }
 
   if (sock->bound)

@@ -502,7 +502,7 @@ end
 function Node:close(timeout)
   timeout = check.timeout(type(timeout) == "table" and timeout.timeout or timeout, "close")
   if self.destroyed then return true end
-  local in_task = ludx.running() and ludx.current()
+  local in_task = ludx.in_task()
   if self.closing then
     -- a second close returns once the first one has destroyed the node
     if in_task then self.close_waiters:wait("dht node close", nil, "close") end

@@ -181,7 +181,7 @@ function Server:close(opts)
   self.nremembered = 0
   if self.announcer then
     local ann = self.announcer
-    if fast or not (ludx.running() and ludx.current()) then
+    if fast or not ludx.in_task() then
       ann.stopped = true
     else
       self.close_waiters = ludx.waiters()

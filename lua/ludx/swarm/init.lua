@@ -355,7 +355,7 @@ function Swarm:close(timeout)
   timeout = check.timeout(type(timeout) == "table" and timeout.timeout or timeout, "close")
   if self.destroyed then return true end
   if self.closing then
-    if ludx.running() and ludx.current() then self.close_waiters:wait("swarm close", nil, "close") end
+    if ludx.in_task() then self.close_waiters:wait("swarm close", nil, "close") end
     return true
   end
   self.closing = true
@@ -363,7 +363,7 @@ function Swarm:close(timeout)
   self.close_waiters = ludx.waiters()
   self.progress:wake_all(nil, CLOSED[1], CLOSED[2])
   self.listen_waiters:wake_all(nil, CLOSED[1], CLOSED[2])
-  if ludx.running() and ludx.current() then
+  if ludx.in_task() then
     local ok, err = pcall(function()
       local left, done = 0, ludx.waiters()
       local function job(fn)
