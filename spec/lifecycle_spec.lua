@@ -148,6 +148,31 @@ local function within_yields(cond, n)
   return cond() and true or false
 end
 
+-- Two closes of obj (a swarm or a share) while its server's unannounce is
+-- held: the second must not return before the first. Returns the order
+-- they returned in; settled(), if given, must hold when the second returns.
+local function second_close_order(obj, settled)
+  local _, release = hold_unannounce(obj.server)
+  local order = {}
+  local a = ludx.spawn("first close", function()
+    obj:close()
+    order[#order + 1] = "first"
+  end)
+  assert.is_true(within_yields(function() return a.state == "waiting" end))
+  local b = ludx.spawn("second close", function()
+    assert.is_true(obj:close())
+    order[#order + 1] = "second"
+    if settled then return settled() end
+    return true
+  end)
+  for _ = 1, 5 do ludx.yield() end
+  assert.are.same({}, order) -- the second close has not returned early
+  release()
+  assert.is_true(b:join(T))
+  a:join(T)
+  return order
+end
+
 describe("close and destroy, again and in turn", function()
   for _, how in ipairs({ "close", "destroy" }) do
     it("swarm:" .. how .. "() wakes listen and flush with the swarm's own code", run(function()
@@ -174,24 +199,8 @@ describe("close and destroy, again and in turn", function()
     local tn = assert(dht.testnet(3))
     local sw = assert(swarm.new({ dht = assert(tn:create_node()) }))
     assert(sw:listen(T))
-    local _, release = hold_unannounce(sw.server)
-    local order = {}
-    local a = ludx.spawn("first close", function()
-      sw:close()
-      order[#order + 1] = "first"
-    end)
-    assert.is_true(within_yields(function() return a.state == "waiting" end))
-    local b = ludx.spawn("second close", function()
-      assert.is_true(sw:close())
-      order[#order + 1] = "second"
-      return sw.destroyed
-    end)
-    for _ = 1, 5 do ludx.yield() end
-    assert.are.same({}, order) -- the second close has not returned early
-    release()
-    assert.is_true(b:join(T))
-    a:join(T)
-    assert.are.same({ "first", "second" }, order)
+    -- when the second close returns, the swarm is destroyed
+    assert.are.same({ "first", "second" }, second_close_order(sw, function() return sw.destroyed end))
     tn:destroy()
   end, 90000))
 
@@ -215,23 +224,7 @@ describe("close and destroy, again and in turn", function()
   it("a second share:close() waits for the unannounce", run(function()
     local tn = assert(dht.testnet(3))
     local s, path = new_share(tn)
-    local _, release = hold_unannounce(s.server)
-    local order = {}
-    local a = ludx.spawn("first close", function()
-      s:close()
-      order[#order + 1] = "first"
-    end)
-    assert.is_true(within_yields(function() return a.state == "waiting" end))
-    local b = ludx.spawn("second close", function()
-      assert.is_true(s:close())
-      order[#order + 1] = "second"
-    end)
-    for _ = 1, 5 do ludx.yield() end
-    assert.are.same({}, order)
-    release()
-    b:join(T)
-    a:join(T)
-    assert.are.same({ "first", "second" }, order)
+    assert.are.same({ "first", "second" }, second_close_order(s))
     os.remove(path)
     tn:destroy()
   end, 90000))
