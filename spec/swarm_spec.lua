@@ -409,6 +409,43 @@ describe("ludx.swarm", function()
     tn:destroy()
   end, 90000))
 
+  it("a closed connection keeps its slot until the peer's END: a peer that never ends gets no more", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn, { max_server_connections = 1, finish_timeout = 60000 })
+    a:on_connection(function(conn) conn:write("bye") end) -- then the swarm closes it
+    assert(a:listen(20000))
+    local node = assert(tn:create_node())
+    local k1, k2 = dht.keypair(seed(90)), dht.keypair(seed(91))
+    local c1 = assert(node:connect(a.keypair.public_key, { keypair = k1 }))
+    assert.equals("bye", c1:read(nil, 20000))
+    assert.is_nil((c1:read(nil, 20000))) -- the swarm's END; c1 does not end
+    eventually(function() return a:stats().connections == 0 end, "a's SecretStream closed")
+    local st = a:stats()
+    assert.equals(1, st.lingering)
+    assert.equals(1, a.server_connections)
+    -- the slot is still taken: a second key is refused
+    local refused = st.server_refused
+    local c2 = node:connect(a.keypair.public_key, { keypair = k2, timeout = 3000 })
+    assert.is_nil(c2)
+    assert.is_true(a:stats().server_refused > refused)
+    -- c1's END lets the stream go, and with it the slot
+    c1:close()
+    eventually(function() return a.server_connections == 0 end, "the slot freed")
+    assert.equals(0, a:stats().lingering)
+    c2 = assert(node:connect(a.keypair.public_key, { keypair = k2 }))
+    assert.equals("bye", c2:read(nil, 20000))
+    c2:close()
+    -- destroy resets a stream still lingering
+    local c3 = assert(node:connect(a.keypair.public_key, { keypair = k1 }))
+    assert.equals("bye", c3:read(nil, 20000))
+    eventually(function() return a:stats().lingering == 1 end, "c3's stream lingers")
+    a:destroy()
+    assert(c3.udx_stream:wait_closed(20000))
+    assert.equals("ECONNRESET", select(2, c3.udx_stream:error()))
+    node:destroy()
+    tn:destroy()
+  end, 90000))
+
   it("bans a handler makes against ever new keys stay within max_peer_table", run(function()
     local tn = assert(dht.testnet(4))
     local cap = 3

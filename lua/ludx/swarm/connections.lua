@@ -247,6 +247,18 @@ function Swarm:_opened(entry)
   ludx.spawn("swarm connection watch", function()
     conn:wait_closed()
     self:_gone(entry)
+    -- the slot stays taken until the udx stream is gone too: a closed one
+    -- lingers until the peer's END (at most its close timeout, which the
+    -- engine enforces), and a peer that never ends must not get more
+    -- streams than the caps by it
+    local raw = conn.udx_stream
+    if raw and not raw:is_closed() then
+      if not raw.shut then raw:destroy() end -- not closing: nothing bounds it
+      self.lingering[entry] = raw
+      raw:wait_closed()
+      self.lingering[entry] = nil
+    end
+    self:_free(entry)
   end)
   self.progress:wake_all(true)
   local handler = self.handler
@@ -275,15 +287,29 @@ function Swarm:_gone(entry)
   if self.all[pk] == entry then self.all[pk] = nil end
   if entry.conn and self.connections[pk] == entry.conn then self.connections[pk] = nil end
   if entry.client then
-    self.client_connections = self.client_connections - 1
     if entry.conn then self.counters.client_closed = self.counters.client_closed + 1 end
     p:_disconnected()
     p.waiting = self:_should_requeue(p) and self:_retry_later(p)
   else
-    self.server_connections = self.server_connections - 1
     self.counters.server_closed = self.counters.server_closed + 1
   end
+  -- a connection's slot is freed by its watch task, once its stream is gone
+  if not entry.conn then return self:_free(entry) end
   self:_maybe_delete(p)
+  self.progress:wake_all(true)
+  if not self.destroyed then self:_attempt() end
+end
+
+-- An entry's slot is free: its dial failed, or its stream is gone.
+function Swarm:_free(entry)
+  if entry.freed then return end
+  entry.freed = true
+  if entry.client then
+    self.client_connections = self.client_connections - 1
+  else
+    self.server_connections = self.server_connections - 1
+  end
+  self:_maybe_delete(entry.peer)
   self.progress:wake_all(true)
   if not self.destroyed then self:_attempt() end
 end

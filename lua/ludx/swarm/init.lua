@@ -106,6 +106,7 @@ function M.new(opts)
     peers = {},         -- public key -> peer info
     n_peers = 0,
     all = {},           -- remote public key -> entry (open or dialing)
+    lingering = {},     -- entry -> its udx stream, closed, waiting for the peer's END
     explicit = {},      -- public key -> peer (join_peer)
     n_explicit = 0,
     discoveries = {},   -- topic -> discovery
@@ -288,7 +289,8 @@ end
 
 --- Counters: attempted, client_opened/closed, server_opened/closed,
 -- duplicates, banned, peers_dropped, server_refused, bans_forgotten; and the current
--- connecting, connections, peers.
+-- connecting, connections, peers, lingering (closed connections whose
+-- streams wait for the peer's END; they keep their slot until then).
 function Swarm:stats()
   local s = {}
   for k, v in pairs(self.counters) do s[k] = v end
@@ -298,6 +300,9 @@ function Swarm:stats()
   local n = 0
   for _ in pairs(self.connections) do n = n + 1 end
   s.connections = n
+  n = 0
+  for _ in pairs(self.lingering) do n = n + 1 end
+  s.lingering = n
   return s
 end
 
@@ -337,6 +342,8 @@ function Swarm:destroy()
       self:_gone(e)
     end
   end
+  -- closed connections whose streams still wait for the peer's END
+  for _, raw in pairs(self.lingering) do raw:destroy() end
   local e = self.end_err
   self.progress:wake_all(nil, e[1], e[2])
   self.listen_waiters:wake_all(nil, e[1], e[2])
