@@ -446,6 +446,42 @@ describe("ludx.swarm", function()
     tn:destroy()
   end, 90000))
 
+  it("a close that waits for a writer still ends gracefully: the peer gets every byte, then EOF", run(function()
+    local tn = assert(dht.testnet(4))
+    local a = new_swarm(tn)
+    local big = string.rep("0123456789abcdef", 512 * 1024) -- 8 MB, one frame
+    local wrote = ludx.queue()
+    a:on_connection(function(conn)
+      -- the writer holds the write lock until the reader takes its bytes;
+      -- the close waits for it (the SecretStream is closed meanwhile)
+      ludx.spawn("writer", function() wrote:put(conn:write(big)) end)
+      ludx.sleep(0)
+      conn:close()
+    end)
+    assert(a:listen(20000))
+    local node = assert(tn:create_node())
+    local c = assert(node:connect(a.keypair.public_key, { keypair = dht.keypair(seed(92)) }))
+    eventually(function() return a:stats().connections == 0 end, "a's SecretStream closed")
+    -- the reader comes late: the udx stream must still be there
+    ludx.sleep(200)
+    local got = {}
+    while true do
+      local d, msg, code = c:read(nil, 20000)
+      if not d then
+        assert.is_nil(code, msg)
+        break
+      end
+      got[#got + 1] = d
+    end
+    assert.equals(#big, #table.concat(got))
+    assert.is_true(wrote:get(20000))
+    c:close()
+    eventually(function() return a.server_connections == 0 end, "the slot freed")
+    a:destroy()
+    node:destroy()
+    tn:destroy()
+  end, 90000))
+
   it("bans a handler makes against ever new keys stay within max_peer_table", run(function()
     local tn = assert(dht.testnet(4))
     local cap = 3

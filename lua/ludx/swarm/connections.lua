@@ -247,17 +247,19 @@ function Swarm:_opened(entry)
   ludx.spawn("swarm connection watch", function()
     conn:wait_closed()
     self:_gone(entry)
+    if entry.freed then return end
     -- the slot stays taken until the udx stream is gone too: a closed one
-    -- lingers until the peer's END (at most its close timeout, which the
-    -- engine enforces), and a peer that never ends must not get more
-    -- streams than the caps by it
+    -- lingers until the peer's END, and a peer that never ends must not
+    -- get more streams than the caps by it. The SecretStream's close may
+    -- still be finishing a write before it closes the udx stream, so wait
+    -- as long as a close of the swarm's may take (finish_timeout, +1 s),
+    -- then reset it
     local raw = conn.udx_stream
-    if raw and not raw:is_closed() then
-      if not raw.shut then raw:destroy() end -- not closing: nothing bounds it
-      self.lingering[entry] = raw
-      raw:wait_closed()
-      self.lingering[entry] = nil
-    end
+    self.lingering[entry] = raw
+    local t = self.finish_timeout
+    raw:wait_closed(t < math.huge and t + 1000 or nil)
+    if not raw:is_closed() then raw:destroy() end
+    self.lingering[entry] = nil
     self:_free(entry)
   end)
   self.progress:wake_all(true)
@@ -293,8 +295,10 @@ function Swarm:_gone(entry)
   else
     self.counters.server_closed = self.counters.server_closed + 1
   end
-  -- a connection's slot is freed by its watch task, once its stream is gone
-  if not entry.conn then return self:_free(entry) end
+  -- a connection's slot is freed by its watch task once its udx stream is
+  -- gone; at once when nothing lingers (a dial, a reset, not over udx)
+  local raw = entry.conn and entry.conn.udx_stream
+  if not raw or raw.destroyed or raw:is_closed() then return self:_free(entry) end
   self:_maybe_delete(p)
   self.progress:wake_all(true)
   if not self.destroyed then self:_attempt() end
@@ -321,7 +325,7 @@ function Swarm:_on_server_connection(conn)
   local existing = self.all[pk]
   -- the firewall checked the cap at the handshake; handshakes in flight
   -- at once all passed it, so it holds here too (a replaced server
-  -- connection frees its own slot)
+  -- connection is reset: it frees its own slot at once)
   if self.server_connections >= self.max_server_connections and not (existing and not existing.client) then
     self.counters.server_refused = self.counters.server_refused + 1
     return conn:destroy()
