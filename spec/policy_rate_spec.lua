@@ -94,7 +94,8 @@ describe("policy rate limits", function()
     local lim = assert(policy.limit(list[1].send, { rate = 1e6 }))
     assert(lim:remove(list[1].send))
     local got, secs = pump(list, 1000)
-    assert.is_true(got[1] / secs > 3e6, "unlimited stream moved " .. got[1] / secs .. " bytes/s")
+    -- free of the 1 MB/s limit: above it even on a loaded machine
+    assert.is_true(got[1] / secs > 2e6, "unlimited stream moved " .. got[1] / secs .. " bytes/s")
     close_all(sock, list)
   end, 30000))
 
