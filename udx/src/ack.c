@@ -256,7 +256,12 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
   if (delivered > 0 && s->path)
     udx__path_on_ack(s, delivered, rs.rtt_us);
 
-  if (delivered > 0) {
+  // Progress: packets newly delivered, or the cumulative ACK moved over
+  // packets a SACK had already delivered (a peer may SACK from snd_una:
+  // nothing is new then, but our END or a flush point may now be acked).
+  bool progress = delivered > 0 || ack_advanced;
+
+  if (progress) {
     if (s->snd_una == s->snd_nxt) {
       s->rto_at = UDX_NEVER;
       s->tlp_at = UDX_NEVER;
@@ -288,7 +293,7 @@ udx__process_ack (udx_stream_t *s, const void *wire_pkt, bool data_in_flight) {
     udx__bbr_main(s, &rs);
   }
 
-  if (delivered == 0)
+  if (!progress)
     return;
 
   // Our END acked: everything up to it was delivered.

@@ -239,6 +239,39 @@ test_sack_overlap_flood (void) {
   sim_destroy(&sim);
 }
 
+// Everything, END included, SACKed from snd_una, then acked cumulatively:
+// nothing is newly delivered by the ACK, yet our END and the flush point are
+// acked then (finish and flush complete; before, they waited forever).
+static void
+test_sack_then_cumulative_ack (void) {
+  sim_t sim;
+  sim_init(&sim, 12);
+  sim.link[0].loss = 1.0;
+  pair_t p = pair(&sim);
+  sim_app_write(p.a, 1, 5000, true);
+  sim_advance(&sim, 1000);
+  CHECK(udx__stream_flush_request(p.a) == 0);
+  uint32_t una = p.a->snd_una, nxt = p.a->snd_nxt;
+  CHECK(p.a->status & UDX_S_END_SENT);
+  CHECK(nxt - una >= 2);
+  uint8_t pkt[20 + 8];
+  udx__wire_header(pkt, UDX_HEADER_SACK, 0, 1, 1 << 20, 0, una);
+  udx__wire_put_sack(pkt + 20, 0, una, nxt);
+  sim_inject(&sim, 0, pkt, sizeof(pkt));
+  CHECK_EQ(p.a->sacked, nxt - una);
+  sim_app_t *app = p.a->data;
+  CHECK_EQ(app->finishes, 0);
+  udx__wire_header(pkt, 0, 0, 1, 1 << 20, 0, nxt);
+  sim_inject(&sim, 0, pkt, 20);
+  CHECK_EQ(p.a->snd_una, nxt);
+  CHECK_EQ(app->finishes, 1);
+  CHECK_EQ(app->flushes, 1);
+  CHECK(p.a->status & UDX_S_ENDED);
+  CHECK_EQ(p.a->rto_at, UDX_NEVER);
+  check_invariants(p.a);
+  sim_destroy(&sim);
+}
+
 // END fixes the end: data past it and a second END elsewhere are ignored.
 static void
 test_end_conflicts (void) {
@@ -388,6 +421,7 @@ static const test_case_t cases[] = {
     {"far_ahead", test_far_ahead},
     {"ack_beyond_snd_nxt", test_ack_beyond_snd_nxt},
     {"sack_overlap_flood", test_sack_overlap_flood},
+    {"sack_then_cumulative_ack", test_sack_then_cumulative_ack},
     {"end_conflicts", test_end_conflicts},
     {"heartbeat_flood", test_heartbeat_flood},
     {"garbage_during_transfer", test_garbage_during_transfer},
