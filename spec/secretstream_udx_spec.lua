@@ -118,6 +118,23 @@ describe("secretstream over udx: close and destroy", function()
     close(p)
   end))
 
+  it("a close after the peer reset says so (ECONNRESET), every time", run(function()
+    local p = pair()
+    assert(p.x:write("hello"))
+    assert.are.equal("hello", p.y:read(nil, 10000))
+    p.y:destroy() -- the peer resets
+    assert.is_true(p.ra:wait_closed(10000))
+    for _ = 1, 2 do
+      local ok, msg, code = p.x:close(10000)
+      assert.is_nil(ok)
+      assert.are.equal("ECONNRESET", code)
+      assert.is_string(msg)
+    end
+    -- the side that destroyed has no failure to report
+    assert.is_true(p.y:close())
+    close(p)
+  end))
+
   it("destroy after a close ends the raw stream's linger at once", run(function()
     local p = pair()
     assert.is_true(p.x:close(10000)) -- acked; y never ends: ra lingers

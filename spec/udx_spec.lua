@@ -271,6 +271,15 @@ describe("udx streams", function()
     local ok, _, wcode = s2:write("x")
     assert.is_nil(ok)
     assert.are.equal("ECONNRESET", wcode)
+    -- and so does its close, every time: what it wrote may be lost
+    for _ = 1, 2 do
+      local c, cmsg, ccode = s2:close()
+      assert.is_nil(c)
+      assert.are.equal("ECONNRESET", ccode)
+      assert.is_string(cmsg)
+    end
+    -- our own destroy is no failure to report: a close after it is true
+    assert.is_true(s1:close())
     a:close()
     b:close()
   end))
@@ -436,9 +445,15 @@ describe("udx streams", function()
     assert.are.equal(4, udx.lingering())
     -- the socket's close resets the rest at once and frees its port
     a:close()
-    for i = 4, 6 do assert.is_true(mine[i]:wait_closed(5000)) end
+    for i = 4, 6 do
+      assert.is_true(mine[i]:wait_closed(5000))
+      assert.is_nil(mine[i]:error()) -- their END was acked: nothing lost
+    end
     assert.is_true(stuck:wait_closed(5000))
-    closer:join(5000)
+    -- its END was never acked: its close says the bytes may be lost
+    local ok, _, code = closer:join(5000)
+    assert.is_nil(ok)
+    assert.are.equal("ECANCELED", code)
     local again = assert(udx.bind("127.0.0.1", pa))
     again:close()
     for i = 1, 6 do theirs[i]:destroy() end

@@ -735,9 +735,18 @@ function Stream:close(timeout)
       local ok, _, c = self.close_waiters:wait("secretstream close", left(deadline), "close")
       if ok == nil and c then break end
     end
+    local r = self.close_result
+    if r and not self.closing then return unpack(r, 1, r.n) end
+    if self.err then return nil, self.err.msg, self.err.code end
     return true
   end
-  if self.err or not self.is_ready then return self:destroy() end
+  if self.err then
+    -- failed first (a reset, a bad frame): what was written may be lost
+    local e = self.err
+    self:destroy()
+    return nil, e.msg, e.code
+  end
+  if not self.is_ready then return self:destroy() end
   self.closed, self.closing = true, true
   local deadline = deadline_of(timeout or require("ludx.udx").CLOSE_TIMEOUT)
   local raw = self.raw
@@ -762,6 +771,7 @@ function Stream:close(timeout)
     end
     return raw:close(left(deadline))
   end))
+  if r[1] then self.close_result = pack(unpack(r, 2, r.n)) end
   done()
   if not r[1] then
     pcall(raw.destroy or raw.close, raw)

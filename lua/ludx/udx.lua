@@ -332,7 +332,9 @@ end
 -- returns true).
 local function take_rest(self)
   if self.wrest then
-    self.h:write(self.wrest, self.wrest_off)
+    local r, msg, code = self.h:write(self.wrest, self.wrest_off)
+    -- its writer hears of a failure (no memory, a dead stream), not true
+    if r == nil then self.wrest_fail = { msg, code } end
     self.wrest = nil
   end
 end
@@ -396,8 +398,11 @@ function Stream:write(data, timeout)
       local left = deadline and math.max(0, deadline - ludx.now()) or nil
       local ok, m, c = queue(self, "writers"):wait("write drain", left, "write")
       if self.wrest == nil then
-        -- finish or close queued the rest
+        -- finish or close queued the rest (or failed to)
         write_done(self)
+        local fail = self.wrest_fail
+        self.wrest_fail = nil
+        if fail then return nil, fail[1], fail[2] end
         if ok == nil then return nil, m, c end
         return true
       end
@@ -558,10 +563,16 @@ end
 -- engine then lingers as TCP does after close: bytes the peer still sends
 -- are acked and dropped, the stream closes (is_closed, wait_closed) when
 -- the peer's END arrives, and is reset if that is not within timeout ms
--- of the call. destroy() cuts it short. Idempotent.
+-- of the call. destroy() cuts it short. Idempotent: a stream that failed
+-- before the peer acked our END returns that error to every close.
 function Stream:close(timeout)
   timeout = timeout_arg(timeout, "close")
-  if self.closed or self.destroyed then return true end
+  if self.closed or self.destroyed then
+    -- a stream that failed (a reset, a timeout) before the peer acked our
+    -- END may have lost bytes: say so, as the close in progress did
+    if self.err_code and not (self.finished or self.destroyed) then return nil, self.err_msg, self.err_code end
+    return true
+  end
   local in_task = ludx.in_task()
   local ms = math.min(math.max(0, math.ceil(timeout or M.CLOSE_TIMEOUT)), 4294967295)
   if not self.shut then

@@ -52,6 +52,7 @@ enum {
   UDX_ERR_NOSPC = -4009,
   UDX_ERR_NOENT = -4010,
   UDX_ERR_BUSY = -4011,
+  UDX_ERR_CANCELED = -4012,
 };
 
 // Sequence numbers are compared through signed 32-bit differences, which is

@@ -651,7 +651,7 @@ udx_socket_close (udx_socket_t *sock) {
   for (uint32_t i = 0; lingering && i < udx->ids.cap; i++) {
     udx_stream_t *s = udx->ids.slots[i];
     if (udx__stream_uses(s, sock))
-      udx__stream_destroy(s, udx__now());
+      udx__stream_cut(s, udx__now());
   }
 
   if (sock->bound)

@@ -332,6 +332,11 @@ udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t
 int
 udx__stream_destroy (udx_stream_t *s, uint64_t now);
 
+// A lingering stream whose socket closes: as destroy, but the close status
+// is ECANCELED unless our END was acked (nothing of ours can be lost then).
+int
+udx__stream_cut (udx_stream_t *s, uint64_t now);
+
 // Graceful close: END after the queued bytes, the reader's bytes dropped;
 // closes (status 0) once both ENDs are through, else DESTROY and
 // UDX_ERR_TIMEDOUT after timeout_ms. A second call can only shorten it.

@@ -155,6 +155,8 @@ udx__uv_err (int err) {
       return UV_ENOENT;
     case UDX_ERR_BUSY:
       return UV_EBUSY;
+    case UDX_ERR_CANCELED:
+      return UV_ECANCELED;
     default:
       return err;
   }
