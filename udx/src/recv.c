@@ -35,6 +35,40 @@ udx__ooo_slot (udx_stream_t *s, uint32_t seq) {
 
 // Grows the ring until seq maps to a free slot (distinct seqs within the
 // window never collide once cap exceeds the window).
+// The buffer of an out-of-order slot whose bytes are dropped (a closing
+// stream reads nothing): it keeps the slot's place, and costs no 2 KiB
+// buffer per packet, however small the packets a peer sends.
+static uint8_t udx__no_bytes[1];
+
+static void
+udx__ooo_put (udx_stream_t *s, uint8_t *buf) {
+  if (buf != udx__no_bytes)
+    udx__freelist_put(&s->pool->slots, buf);
+}
+
+void
+udx__ooo_drop_bytes (udx_stream_t *s) {
+  for (uint32_t i = 0; i < s->ooo_cap; i++) {
+    udx_ooo_t *o = &s->ooo[i];
+    if (o->buf == NULL || o->buf == udx__no_bytes)
+      continue;
+    udx__ooo_put(s, o->buf);
+    o->buf = udx__no_bytes;
+    s->ooo_bytes -= o->len;
+    o->len = 0;
+  }
+}
+
+void
+udx__ooo_free (udx_stream_t *s) {
+  for (uint32_t i = 0; i < s->ooo_cap; i++) {
+    if (s->ooo[i].buf)
+      udx__ooo_put(s, s->ooo[i].buf);
+  }
+  free(s->ooo);
+  s->ooo = NULL;
+}
+
 static udx_ooo_t *
 udx__ooo_reserve (udx_stream_t *s, uint32_t seq) {
   for (;;) {
@@ -198,7 +232,7 @@ udx__recv_data (udx_stream_t *s, const udx_wire_pkt_t *pkt) {
       s->ooo_count--;
       s->ooo_bytes -= o->len;
       bool ok = udx__deliver(s, o->type, buf, o->len);
-      udx__freelist_put(&s->pool->slots, buf);
+      udx__ooo_put(s, buf);
       if (!ok)
         break;
     }
@@ -217,7 +251,9 @@ udx__recv_data (udx_stream_t *s, const udx_wire_pkt_t *pkt) {
   udx_ooo_t *o = udx__ooo_reserve(s, seq);
   if (o == NULL)
     return 0;
-  uint8_t *buf = udx__freelist_get(&s->pool->slots);
+  if (s->status & UDX_S_CLOSING)
+    len = 0; // its place only: the bytes would be dropped on delivery
+  uint8_t *buf = len ? udx__freelist_get(&s->pool->slots) : udx__no_bytes;
   if (buf == NULL)
     return 0;
   if (len)

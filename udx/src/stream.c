@@ -198,11 +198,7 @@ udx__stream_engine_free (udx_stream_t *s) {
   udx__policy_free(s);
   udx__bufq_destroy(&s->sndq, s->pool);
   udx__bufq_destroy(&s->rdq, s->pool);
-  for (uint32_t i = 0; i < s->ooo_cap; i++) {
-    if (s->ooo[i].buf)
-      udx__freelist_put(&s->pool->slots, s->ooo[i].buf);
-  }
-  free(s->ooo);
+  udx__ooo_free(s);
   free(s->pkts);
   free(s->rtxq);
   free(s->ranges);
@@ -386,6 +382,7 @@ udx__stream_shutdown (udx_stream_t *s, uint32_t timeout_ms, uint64_t now) {
   if (at < s->close_at)
     s->close_at = at;
   udx__bufq_release(&s->rdq, s->pool, s->rdq.end);
+  udx__ooo_drop_bytes(s);
   udx__stream_maybe_window_update(s);
   if (s->status & UDX_S_ENDED_REMOTE)
     udx__reader_saw_eof(s); // closes if our END is acked too

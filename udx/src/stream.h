@@ -310,6 +310,14 @@ udx__stream_engine_change_remote (udx_stream_t *s, const udx_remote_t *to, int l
 void
 udx__stream_recv (udx_stream_t *s, const uint8_t *buf, size_t len, uint64_t now);
 
+// Out-of-order slots: what a closing stream keeps of them is their place
+// (seq, type), never their bytes (recv.c).
+void
+udx__ooo_drop_bytes (udx_stream_t *s);
+
+void
+udx__ooo_free (udx_stream_t *s);
+
 // Runs the timers that are due.
 void
 udx__stream_timer (udx_stream_t *s, uint64_t now);

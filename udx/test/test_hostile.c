@@ -174,6 +174,45 @@ test_duplicate_flood (void) {
   sim_destroy(&sim);
 }
 
+// Tiny out-of-order packets to a stream that closed gracefully: it keeps
+// their places (to ack and reach the END) but no buffer for their bytes,
+// which it would drop anyway; the slots it held at close go back too.
+static void
+test_closing_ooo_tiny (void) {
+  sim_t sim;
+  sim_init(&sim, 13);
+  pair_t p = pair(&sim);
+  sim_app(p.b)->reading = false;
+  uint8_t pkt[64];
+  static const uint8_t bytes[20];
+  // open: one out-of-order packet above a gap takes a slot buffer
+  size_t n = mk_pkt(pkt, UDX_HEADER_DATA, 0, 2, 1 << 20, 1, 0, bytes, 20);
+  sim_inject(&sim, 1, pkt, n);
+  CHECK_EQ(p.b->ooo_count, 1);
+  CHECK_EQ(p.b->ooo_bytes, 20);
+  uint64_t allocs = p.b->pool->slots.allocs;
+  uint32_t nfree = p.b->pool->slots.nfree;
+  CHECK_EQ(udx__stream_shutdown(p.b, 60000, sim.now), 0);
+  CHECK_EQ(p.b->ooo_bytes, 0);
+  CHECK_EQ(p.b->pool->slots.nfree, nfree + 1); // its buffer went back
+  for (uint32_t seq = 2; seq < 4000; seq++) {
+    n = mk_pkt(pkt, UDX_HEADER_DATA, 0, 2, 1 << 20, seq, 0, bytes, 20);
+    sim_inject(&sim, 1, pkt, n);
+  }
+  CHECK_EQ(p.b->ooo_count, 3999);
+  CHECK_EQ(p.b->ooo_bytes, 0);
+  CHECK_EQ(p.b->pool->slots.allocs, allocs); // no buffer for any of them
+  CHECK_EQ(p.b->pool->slots.nfree, nfree + 1);
+  // the gap fills: all 4000 are delivered (and dropped) in order
+  n = mk_pkt(pkt, UDX_HEADER_DATA, 0, 2, 1 << 20, 0, 0, bytes, 20);
+  sim_inject(&sim, 1, pkt, n);
+  CHECK_EQ(p.b->rcv_nxt, 4000);
+  CHECK_EQ(p.b->ooo_count, 0);
+  CHECK_EQ(udx__bufq_len(&p.b->rdq), 0);
+  check_invariants(p.b);
+  sim_destroy(&sim);
+}
+
 // Sequence numbers far ahead are dropped, not buffered.
 static void
 test_far_ahead (void) {
@@ -419,6 +458,7 @@ static const test_case_t cases[] = {
     {"destroy_old_seq", test_destroy_old_seq},
     {"duplicate_flood", test_duplicate_flood},
     {"far_ahead", test_far_ahead},
+    {"closing_ooo_tiny", test_closing_ooo_tiny},
     {"ack_beyond_snd_nxt", test_ack_beyond_snd_nxt},
     {"sack_overlap_flood", test_sack_overlap_flood},
     {"sack_then_cumulative_ack", test_sack_then_cumulative_ack},
