@@ -135,6 +135,32 @@ describe("secretstream over udx: close and destroy", function()
     close(p)
   end))
 
+  it("a peer that resets after it acked our END: close is true (nothing was lost)", run(function()
+    local p = pair()
+    assert(p.x:write("hello"))
+    assert(p.x:finish(10000))
+    assert.is_true(p.ra.finished)
+    assert.are.equal("hello", p.y:read(nil, 10000))
+    p.y:destroy()
+    assert.is_true(p.ra:wait_closed(10000))
+    assert.is_true(p.x:close(10000))
+    assert.is_true(p.x:close())
+    close(p)
+  end))
+
+  it("a second close after one started outside a task returns how it ended", run(function()
+    local p = pair()
+    assert(p.x:write("hello"))
+    local co = coroutine.wrap(function() return p.x:close(10000) end)
+    assert.is_true(co()) -- outside a task: started
+    p.rb:destroy() -- the peer resets before it acks our END
+    local ok, _, code = p.x:close(10000)
+    assert.is_nil(ok)
+    assert.are.equal("ECONNRESET", code)
+    assert.is_false(p.ra.finished == true)
+    close(p)
+  end))
+
   it("destroy after a close ends the raw stream's linger at once", run(function()
     local p = pair()
     assert.is_true(p.x:close(10000)) -- acked; y never ends: ra lingers

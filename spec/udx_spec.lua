@@ -460,6 +460,23 @@ describe("udx streams", function()
     b:close()
   end))
 
+  it("a stream the lingering cap resets before its END was acked says so to every close", run(function()
+    local s1, s2, a, b = pair()
+    assert(s1:write("bytes"))
+    local saved = udx.MAX_LINGERING
+    udx.MAX_LINGERING = 0 -- the close's own stream is pushed out at once
+    local ok, _, code = s1:close(10000)
+    udx.MAX_LINGERING = saved
+    assert.is_nil(ok)
+    assert.are.equal("ECANCELED", code)
+    ok, _, code = s1:close()
+    assert.is_nil(ok)
+    assert.are.equal("ECANCELED", code)
+    s2:destroy()
+    a:close()
+    b:close()
+  end))
+
   it("wait_readable, wait_drain, error and handle: the methods layers above use", run(function()
     local s1, s2, a, b = pair()
     assert.are.equal("userdata", type(s1:handle()))

@@ -717,6 +717,11 @@ function Stream:finish(timeout)
   return unpack(r, 1, r.n)
 end
 
+-- The peer acked our END over udx: every byte we wrote arrived.
+local function our_end_acked(self)
+  return self.fused and self.raw.finished == true
+end
+
 --- Graceful close: frames written so far (and a write under way) go out,
 -- then the raw stream closes gracefully (over udx: END after the last
 -- frame, the peer reads to its EOF, then ends too). Reads and writes fail
@@ -724,7 +729,9 @@ end
 -- waits for the end: true, or nil, msg, code (ETIMEDOUT after timeout ms,
 -- default udx.CLOSE_TIMEOUT: then the raw stream is reset). Outside a
 -- task it starts the close. A failed stream, or one whose handshake is not
--- done, is destroyed. Idempotent: a second close waits for the first.
+-- done, is destroyed; the failure is returned unless the peer had acked
+-- our END. Idempotent: a second close waits for the first and returns what
+-- it returned.
 function Stream:close(timeout)
   timeout = check_ms(type(timeout) == "table" and timeout.timeout or timeout, "timeout", "close")
   local in_task = ludx.in_task()
@@ -737,13 +744,18 @@ function Stream:close(timeout)
     end
     local r = self.close_result
     if r and not self.closing then return unpack(r, 1, r.n) end
-    if self.err then return nil, self.err.msg, self.err.code end
+    if self.err and not our_end_acked(self) then return nil, self.err.msg, self.err.code end
+    -- a close that started outside a task: the udx stream's close knows
+    -- how it ended (idempotent)
+    if self.fused and not self.closing and not self.err then return self.raw:close(timeout) end
     return true
   end
   if self.err then
-    -- failed first (a reset, a bad frame): what was written may be lost
+    -- failed first (a reset, a bad frame): what was written may be lost,
+    -- unless the peer had acked our END (a peer may reset after that)
     local e = self.err
     self:destroy()
+    if our_end_acked(self) then return true end
     return nil, e.msg, e.code
   end
   if not self.is_ready then return self:destroy() end

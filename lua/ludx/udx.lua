@@ -78,6 +78,7 @@ end
 -- object here. Past the cap the oldest done one goes first, so peers that
 -- never end cannot push out streams still delivering their last bytes.
 local sending = { n = 0 }
+local abort -- a reset (Stream:destroy without the user's mark), below
 local done_sending = { n = 0 }
 
 local function unlink(s)
@@ -108,7 +109,7 @@ local function linger_track(self)
   while sending.n + done_sending.n > M.MAX_LINGERING do
     local old = done_sending.head or sending.head
     unlink(old)
-    old:destroy()
+    abort(old)
   end
 end
 
@@ -570,7 +571,7 @@ function Stream:close(timeout)
   if self.closed or self.destroyed then
     -- a stream that failed (a reset, a timeout) before the peer acked our
     -- END may have lost bytes: say so, as the close in progress did
-    if self.err_code and not (self.finished or self.destroyed) then return nil, self.err_msg, self.err_code end
+    if self.err_code and not (self.finished or self.by_user) then return nil, self.err_msg, self.err_code end
     return true
   end
   local in_task = ludx.in_task()
@@ -607,6 +608,12 @@ end
 -- progress) get nil, "stream is closed", "ECANCELED". Idempotent.
 function Stream:destroy()
   if self.closed or self.destroyed then return true end
+  self.by_user = true -- no failure to report to a later close
+  return abort(self)
+end
+
+-- destroy; also the lingering cap's eviction, which a later close reports
+abort = function(self)
   self.shut, self.destroyed = true, true
   if not self.err_code then
     self.err_msg, self.err_code = "stream is closed", "ECANCELED"

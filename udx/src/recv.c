@@ -33,8 +33,6 @@ udx__ooo_slot (udx_stream_t *s, uint32_t seq) {
   return (o->buf && o->seq == seq) ? o : NULL;
 }
 
-// Grows the ring until seq maps to a free slot (distinct seqs within the
-// window never collide once cap exceeds the window).
 // The buffer of an out-of-order slot whose bytes are dropped (a closing
 // stream reads nothing): it keeps the slot's place, and costs no 2 KiB
 // buffer per packet, however small the packets a peer sends.
@@ -69,6 +67,8 @@ udx__ooo_free (udx_stream_t *s) {
   s->ooo = NULL;
 }
 
+// Grows the ring until seq maps to a free slot (distinct seqs within the
+// window never collide once cap exceeds the window).
 static udx_ooo_t *
 udx__ooo_reserve (udx_stream_t *s, uint32_t seq) {
   for (;;) {

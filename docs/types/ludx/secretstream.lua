@@ -75,7 +75,7 @@ function C1:send_message(data, timeout) end
 ---@return string? code
 function C1:finish(timeout) end
 
---- Graceful close: the frames written so far (the one a writer is putting out included) go out, then the raw stream closes gracefully (over udx: END after the last frame; the remote reads to EOF). Reads and writes fail from now on, and what was decrypted but not read is dropped. In a task it returns what the raw close returns (over udx: true once the remote acknowledged everything; ETIMEDOUT after timeout ms, default udx.CLOSE_TIMEOUT). Outside a task it starts the close. A stream that failed (a reset, a bad frame) is destroyed and its close returns that error, nil, msg, code; one whose handshake is not done is destroyed. Idempotent: a second close waits for the first and returns what it returned.
+--- Graceful close: the frames written so far (the one a writer is putting out included) go out, then the raw stream closes gracefully (over udx: END after the last frame; the remote reads to EOF). Reads and writes fail from now on, and what was decrypted but not read is dropped. In a task it returns what the raw close returns (over udx: true once the remote acknowledged everything; ETIMEDOUT after timeout ms, default udx.CLOSE_TIMEOUT). Outside a task it starts the close. A stream that failed (a reset, a bad frame) is destroyed and its close returns that error, nil, msg, code, unless the remote had acknowledged our END over udx (nothing was lost); one whose handshake is not done is destroyed. Idempotent: a second close waits for the first and returns what it returned.
 ---@param timeout? number
 ---@return true? ok
 ---@return string? err
