@@ -448,7 +448,8 @@ describe("ludx.swarm", function()
 
   it("a close that waits for a writer still ends gracefully: the peer gets every byte, then EOF", run(function()
     local tn = assert(dht.testnet(4))
-    local a = new_swarm(tn)
+    -- the handler's own close has a longer timeout than the swarm's
+    local a = new_swarm(tn, { finish_timeout = 200 })
     local big = string.rep("0123456789abcdef", 512 * 1024) -- 8 MB, one frame
     local wrote = ludx.queue()
     a:on_connection(function(conn)
@@ -456,14 +457,15 @@ describe("ludx.swarm", function()
       -- the close waits for it (the SecretStream is closed meanwhile)
       ludx.spawn("writer", function() wrote:put(conn:write(big)) end)
       ludx.sleep(0)
-      conn:close()
+      conn:close(30000)
     end)
     assert(a:listen(20000))
     local node = assert(tn:create_node())
     local c = assert(node:connect(a.keypair.public_key, { keypair = dht.keypair(seed(92)) }))
     eventually(function() return a:stats().connections == 0 end, "a's SecretStream closed")
-    -- the reader comes late: the udx stream must still be there
-    ludx.sleep(200)
+    -- the reader comes late, past finish_timeout + 1 s: the udx stream
+    -- must still be there
+    ludx.sleep(1500)
     local got = {}
     while true do
       local d, msg, code = c:read(nil, 20000)

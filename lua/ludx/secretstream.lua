@@ -761,6 +761,7 @@ function Stream:close(timeout)
   if not self.is_ready then return self:destroy() end
   self.closed, self.closing = true, true
   local deadline = deadline_of(timeout or require("ludx.udx").CLOSE_TIMEOUT)
+  self.close_deadline = deadline -- when the raw stream's linger ends at the latest
   local raw = self.raw
   -- readers and lock waiters see the close now; the frame under way (its
   -- writer holds the lock) is already queued on the raw stream whole

@@ -107,7 +107,7 @@ function C1:flush(timeout) end
 ---@return string? code
 function C1:listen(timeout) end
 
---- Counters: attempted, client_opened, client_closed, server_opened, server_closed, duplicates, banned, peers_dropped, server_refused, bans_forgotten (past max_peer_table bans the oldest is forgotten); and now: connecting, connections, peers, queued, lingering (closed connections whose udx streams still wait for the peer's END: each keeps its client or server slot until then, at most finish_timeout + 1 s after its SecretStream closed; then it is reset. A reset connection frees its slot at once).
+--- Counters: attempted, client_opened, client_closed, server_opened, server_closed, duplicates, banned, peers_dropped, server_refused, bans_forgotten (past max_peer_table bans the oldest is forgotten); and now: connecting, connections, peers, queued, lingering (closed connections whose udx streams still wait for the peer's END: each keeps its client or server slot until then, at most the SecretStream close's timeout (finish_timeout for the swarm's own) + 1 s after it closed; then it is reset. A reset connection frees its slot at once).
 ---@return table stats
 function C1:stats() end
 

@@ -252,11 +252,11 @@ function Swarm:_opened(entry)
     -- lingers until the peer's END, and a peer that never ends must not
     -- get more streams than the caps by it. The SecretStream's close may
     -- still be finishing a write before it closes the udx stream, so wait
-    -- as long as a close of the swarm's may take (finish_timeout, +1 s),
-    -- then reset it
+    -- as long as that close may take (its timeout; finish_timeout for the
+    -- swarm's own), +1 s, then reset it
     local raw = conn.udx_stream
     self.lingering[entry] = raw
-    local t = self.finish_timeout
+    local t = math.max(self.finish_timeout, conn.close_deadline and conn.close_deadline - ludx.now() or 0)
     raw:wait_closed(t < math.huge and t + 1000 or nil)
     if not raw:is_closed() then raw:destroy() end
     self.lingering[entry] = nil
