@@ -36,7 +36,10 @@ udx__ooo_slot (udx_stream_t *s, uint32_t seq) {
 // The buffer of an out-of-order slot whose bytes are dropped (a closing
 // stream reads nothing): it keeps the slot's place, and costs no 2 KiB
 // buffer per packet, however small the packets a peer sends.
-static uint8_t udx__no_bytes[1];
+// Never read or written (its slots hold 0 bytes): only its address counts,
+// so one constant serves every stream and thread.
+static const uint8_t udx__no_bytes_mark[1] = {0};
+#define udx__no_bytes ((uint8_t *) udx__no_bytes_mark)
 
 static void
 udx__ooo_put (udx_stream_t *s, uint8_t *buf) {
