@@ -14,25 +14,50 @@ function H.run(fn, timeout)
   timeout = timeout or 20000
   return function()
     local timed_out = false
+    local pending -- the next sweep's timer (see below)
     local ok, msg = ludx.run(function()
       local watchdog = ludx.after(timeout, function()
         timed_out = true
-        for _, t in ipairs(ludx.tasks()) do ludx.cancel(t.id, "test timed out after " .. timeout .. " ms") end
+        -- main goes on: it sweeps what is left (below)
+        for _, t in ipairs(ludx.tasks()) do
+          if t.name ~= "main" then ludx.cancel(t.id, "test timed out after " .. timeout .. " ms") end
+        end
       end)
       local body = ludx.spawn("test", fn)
       body.quiet = true
       local r = { body:join() }
       watchdog:cancel()
-      -- whatever the body left running is stopped
-      for _, t in ipairs(ludx.tasks()) do
-        if t.name ~= "main" then ludx.cancel(t.id, "test ended") end
+      -- whatever the body left running is stopped, and so is what starts
+      -- later (a server's task for a late packet): swept every 200 ms while
+      -- any is left, so the loop never sleeps on sockets with no timer; a
+      -- task that survives 10 s of sweeps fails the test, named with its wait
+      local sweeps = 0
+      local function sweep()
+        local left = {}
+        for _, t in ipairs(ludx.tasks()) do
+          if t.name ~= "main" then
+            left[#left + 1] = t
+            ludx.cancel(t.id, "test ended")
+          end
+        end
+        if #left == 0 then return end
+        sweeps = sweeps + 1
+        if sweeps > 50 then
+          local names = {}
+          for _, t in ipairs(left) do names[#names + 1] = t.name .. " (" .. tostring(t.waiting or t.state) .. ")" end
+          error("tasks still running 10 s after the test ended: " .. table.concat(names, ", "), 0)
+        end
+        pending = ludx.after(200, sweep)
       end
+      sweep()
       if body.error ~= nil then
         if type(body.error) == "table" and not ludx.is_cancelled(body.error) then error(body.error, 0) end
         error(tostring(body.error) .. "\n" .. (body.traceback or ""), 0)
       end
       return unpack(r)
     end)
+    -- the loop ended between two sweeps: the next run must not see it
+    if pending then pending:cancel() end
     if timed_out then error("test timed out after " .. timeout .. " ms", 0) end
     if ok == nil and msg then error(msg, 0) end
   end

@@ -521,6 +521,10 @@ describe("ludx.swarm", function()
       p:close()
       return n
     end
+    -- what earlier tests left for the collector is closed first: a
+    -- finalizer in between can only lower the count
+    collectgarbage()
+    collectgarbage()
     local before = fds()
     local line = debug.getinfo(1, "l").currentline + 1
     local ok, err = pcall(swarm.new, { bootstrap = tn.bootstrap, host = "127.0.0.1", port = 0, max_peers = 1.5 })
@@ -530,7 +534,8 @@ describe("ludx.swarm", function()
     ok, err = pcall(swarm.new, { bootstrap = tn.bootstrap, connect_timeout = "10" })
     assert.is_false(ok)
     assert.matches("bad argument 'opts.connect_timeout' to 'swarm.new' %(integer >= 0 expected, got string%)", err)
-    assert.are.equal(before, fds(), "a DHT node (its sockets) outlived the failed swarm.new")
+    local after = fds()
+    assert.is_true(after <= before, "a DHT node (its sockets) outlived the failed swarm.new: " .. before .. " -> " .. after)
     -- math.huge is "no cap"
     local a = new_swarm(tn, { max_client_connections = math.huge })
     assert.are.equal(math.huge, a.max_client_connections)
