@@ -593,24 +593,27 @@ local function has_message(s) return s.rtail >= s.rhead end
 -- fname the caller.
 local function read_loop(self, what, fname, deadline, has, take_fn, arg)
   self.reading = true
-  local r
   while true do
     local d, msg, code = dead(self)
     if has(self) and not self.closed then
       -- what was decrypted before a failure comes first, then the error
-      r = pack(take_fn(self, arg))
+      -- (one value: no table per read on the hot path)
+      local data = take_fn(self, arg)
+      self.reading = false
+      return data
     elseif d == nil then
-      r = pack(nil, msg, code)
+      self.reading = false
+      return nil, msg, code
     elseif self.eof then
-      r = pack(nil)
-    else
-      local ok, m, c = self.readers:wait(what, left(deadline), fname)
-      if ok == nil and c then r = pack(nil, m, c) end
+      self.reading = false
+      return nil
     end
-    if r then break end
+    local ok, m, c = self.readers:wait(what, left(deadline), fname)
+    if ok == nil and c then
+      self.reading = false
+      return nil, m, c
+    end
   end
-  self.reading = false
-  return unpack(r, 1, r.n)
 end
 
 --- All decrypted bytes available, up to max; nil at EOF; nil, msg, code.
