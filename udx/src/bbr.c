@@ -25,6 +25,10 @@ static const uint32_t bbr_cwnd_min_target = 4;
 static const double bbr_full_bw_thresh = 1.25;
 static const uint32_t bbr_full_bw_count = 3;
 static const uint32_t bbr_extra_acked_win_rtts = 5;
+// ...and at least this long: on a sub-millisecond path (loopback, LAN) 5
+// rounds are shorter than a receiver's bursts (a JS event loop that
+// decrypts a frame, GC), which the window must remember to cover them
+#define BBR_EXTRA_ACKED_MIN_WIN_US (10 * UDX_US_PER_MS)
 
 #define BBR_HS_SAMPLES       8                    // RFC 9406 N_RTT_SAMPLE
 #define BBR_HS_THRESH_MIN_US (4 * UDX_US_PER_MS)  // RFC 9406 MIN_RTT_THRESH
@@ -257,7 +261,9 @@ bbr_update_ack_aggregation (udx_stream_t *s, udx_rate_sample_t *rs) {
 
   if (s->bbr.round_start) {
     s->bbr.extra_acked_win_rtts = (uint8_t) udx__min_u32(0xff, s->bbr.extra_acked_win_rtts + 1u);
-    if (s->bbr.extra_acked_win_rtts >= bbr_extra_acked_win_rtts) {
+    if (s->bbr.extra_acked_win_rtts >= bbr_extra_acked_win_rtts &&
+        s->now - s->bbr.extra_acked_win_start >= BBR_EXTRA_ACKED_MIN_WIN_US) {
+      s->bbr.extra_acked_win_start = s->now;
       s->bbr.extra_acked_win_rtts = 0;
       s->bbr.extra_acked_win_index = s->bbr.extra_acked_win_index ? 0 : 1;
       s->bbr.extra_acked[s->bbr.extra_acked_win_index] = 0;

@@ -38,6 +38,7 @@ typedef struct udx_bbr_s {
   uint8_t extra_acked_win_rtts;
   uint8_t extra_acked_win_index;
   uint32_t extra_acked[2];
+  uint64_t extra_acked_win_start; // us: when the current window began
   // Startup exit signals (RFC 9406 delay increase, BBRv2 loss rate)
   uint32_t round_min_rtt; // us, this round (UINT32_MAX: no sample yet)
   uint32_t last_round_min_rtt;
