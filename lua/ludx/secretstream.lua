@@ -126,6 +126,12 @@ end
 -- keep: a failure keeps the plaintext already decrypted (authenticated) for
 -- the reader, which takes it before the error (a peer's reset after its
 -- last frames loses nothing); close() drops it.
+-- Resets the raw stream (the peer sees ECONNRESET); a raw without destroy
+-- (a pipe, tcp) is closed. Safe to repeat.
+local function reset_raw(self)
+  pcall(self.raw.destroy or self.raw.close, self.raw)
+end
+
 local function release(self, keep, graceful)
   if self.hs_timer then
     self.hs_timer:cancel()
@@ -141,7 +147,7 @@ local function release(self, keep, graceful)
   self.pending, self.pending_bytes = {}, 0
   wake_everyone(self)
   ludx.untrack(self)
-  if not graceful then pcall(self.raw.destroy or self.raw.close, self.raw) end
+  if not graceful then reset_raw(self) end
 end
 
 -- Ends the stream with an error; safe outside a task (timers).
@@ -790,7 +796,7 @@ function Stream:close(timeout)
   if r[1] then self.close_result = pack(unpack(r, 2, r.n)) end
   done()
   if not r[1] then
-    pcall(raw.destroy or raw.close, raw)
+    reset_raw(self)
     error(r[2], 0)
   end
   return unpack(r, 2, r.n)
@@ -801,7 +807,7 @@ end
 -- writers get an error now.
 function Stream:destroy()
   if self.closed then
-    pcall(self.raw.destroy or self.raw.close, self.raw)
+    reset_raw(self)
     if self.closing then
       self.closing = false
       self.close_waiters:wake_all(true)

@@ -78,8 +78,8 @@ end
 -- object here. Past the cap the oldest done one goes first, so peers that
 -- never end cannot push out streams still delivering their last bytes.
 local sending = { n = 0 }
-local abort -- a reset (Stream:destroy without the user's mark), below
 local done_sending = { n = 0 }
+local abort -- a reset (Stream:destroy without the user's mark), below
 
 local function unlink(s)
   local l = s.linger_list

@@ -340,21 +340,23 @@ udx__stream_abort (udx_stream_t *s, int status) {
   return 1;
 }
 
-int
-udx__stream_destroy (udx_stream_t *s, uint64_t now) {
+static int
+udx__stream_reset (udx_stream_t *s, uint64_t now, int status) {
   if (udx__stream_dead(s))
     return 0;
   udx__stream_clock(s, now);
-  return udx__stream_abort(s, 0);
+  return udx__stream_abort(s, status);
+}
+
+int
+udx__stream_destroy (udx_stream_t *s, uint64_t now) {
+  return udx__stream_reset(s, now, 0);
 }
 
 int
 udx__stream_cut (udx_stream_t *s, uint64_t now) {
-  if (udx__stream_dead(s))
-    return 0;
-  udx__stream_clock(s, now);
   // our END not acked yet: what it covers may be lost, and the close says so
-  return udx__stream_abort(s, (s->status & UDX_S_ENDED) ? 0 : UDX_ERR_CANCELED);
+  return udx__stream_reset(s, now, (s->status & UDX_S_ENDED) ? 0 : UDX_ERR_CANCELED);
 }
 
 static void

@@ -299,9 +299,7 @@ function Swarm:_gone(entry)
   -- gone; at once when nothing lingers (a dial, a reset, not over udx)
   local raw = entry.conn and entry.conn.udx_stream
   if not raw or raw.destroyed or raw:is_closed() then return self:_free(entry) end
-  self:_maybe_delete(p)
-  self.progress:wake_all(true)
-  if not self.destroyed then self:_attempt() end
+  self:_moved(p)
 end
 
 -- An entry's slot is free: its dial failed, or its stream is gone.
@@ -313,7 +311,13 @@ function Swarm:_free(entry)
   else
     self.server_connections = self.server_connections - 1
   end
-  self:_maybe_delete(entry.peer)
+  self:_moved(entry.peer)
+end
+
+-- After a connection ended or freed its slot: forget the peer if nothing
+-- keeps it, wake flush(), dial more.
+function Swarm:_moved(p)
+  self:_maybe_delete(p)
   self.progress:wake_all(true)
   if not self.destroyed then self:_attempt() end
 end
