@@ -30,6 +30,31 @@ local function cpu_ms()
   return r.utime * 1000, r.stime * 1000
 end
 
+-- Memory of the transport: the process's RSS less the data the bench
+-- itself holds (the sender's blocks, the bytes a receiver keeps for its
+-- hash), sampled every RSS_EVERY bytes; the peak goes out as rssMb.
+local RSS_EVERY = 4 * 1024 * 1024
+
+local function rss_bytes()
+  local f = io.open("/proc/self/status")
+  if not f then return 0 end
+  local s = f:read("*a")
+  f:close()
+  return (tonumber(s:match("VmRSS:%s*(%d+)")) or 0) * 1024
+end
+
+local function rss_meter()
+  local m = { peak = 0, next = 0 }
+  function m.sample(done, held)
+    if done < m.next then return end
+    m.next = done + RSS_EVERY
+    local v = rss_bytes() - held
+    if v > m.peak then m.peak = v end
+  end
+  function m.mb() return m.peak / 1048576 end
+  return m
+end
+
 local function parse_args(argv)
   local o = {}
   for k, v in pairs(DEFAULTS) do o[k] = v end
@@ -92,6 +117,11 @@ local function send(stream, raw, o)
     for i = 1, #writes do h:update(writes[i]) end
     hash = h:hex()
   end
+  local held = 0
+  for i = 1, #blocks do held = held + #blocks[i] end
+  if #writes > full then held = held + #writes[#writes] end
+  local rss, written = rss_meter(), 0
+  rss.sample(0, held)
   local u0, s0 = cpu_ms()
   local t0 = wall_ms()
   emit({ event = "start", t = t0 })
@@ -102,6 +132,8 @@ local function send(stream, raw, o)
       err = code
       break
     end
+    written = written + #writes[i]
+    rss.sample(written, held)
   end
   -- every byte acked: flush on a plain stream, finish (END acked) on a secret one
   if not err then
@@ -111,12 +143,15 @@ local function send(stream, raw, o)
   end
   local t1 = wall_ms()
   local u1, s1 = cpu_ms()
+  rss.next = 0
+  rss.sample(0, held)
   if not err and not o.secret then stream:finish(o.timeoutMs) end
   -- the remote ends its half once it has everything. Reading it closes the
   -- stream; its socket's linger record still acknowledges a retransmitted
   -- END whose first ack was lost (a 5%-loss path loses some)
   while stream:read(nil, o.timeoutMs) do end
-  return { bytes = o.bytes, hash = hash, t_start = t0, t_end = t1, ms = t1 - t0, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0 }, err
+  return { bytes = o.bytes, hash = hash, t_start = t0, t_end = t1, ms = t1 - t0, cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
+    rssMb = rss.mb() }, err
 end
 
 local function recv(stream, raw, o)
@@ -128,6 +163,8 @@ local function recv(stream, raw, o)
   local last -- when the last byte came (the END follows the sender's flush)
   local bytes = 0
   local err
+  local rss = rss_meter()
+  rss.sample(0, 0)
   while true do
     local chunk, _, code = stream:read(nil, o.timeoutMs)
     if not chunk then
@@ -141,16 +178,19 @@ local function recv(stream, raw, o)
     bytes = bytes + #chunk
     last = wall_ms()
     if kept then kept[#kept + 1] = chunk elseif h then h:update(chunk) end
+    rss.sample(bytes, kept and bytes or 0)
   end
   local t1 = wall_ms()
   local u1, s1 = cpu_ms()
+  rss.next = 0
+  rss.sample(0, kept and bytes or 0)
   stream:finish(o.timeoutMs)
   if kept then
     for _, c in ipairs(kept) do h:update(c) end
   end
   return {
     bytes = bytes, hash = h and h:hex() or nil, t_start = first or t0, t_connect = t0, t_end = t1, t_last = last or t1,
-    ms = t1 - (first or t0), cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0,
+    ms = t1 - (first or t0), cpu_user_ms = u1 - u0, cpu_sys_ms = s1 - s0, rssMb = rss.mb(),
   }, err
 end
 

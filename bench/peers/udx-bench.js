@@ -99,6 +99,25 @@ function drained(stream) {
 // block again and again lets a LuaJIT receiver intern whole-block reads.
 const DISTINCT_MAX = 1024 * 1024 * 1024
 
+// Memory of the transport: the process's RSS less the data the bench
+// itself holds (the sender's blocks, the batches a receiver keeps for its
+// hash), sampled every RSS_EVERY bytes; the peak goes out as rssMb.
+const RSS_EVERY = 4 * 1048576
+
+function rssMeter() {
+  let peak = 0
+  let next = 0
+  return {
+    sample(done, held, force) {
+      if (!force && done < next) return
+      next = done + RSS_EVERY
+      const v = process.memoryUsage.rss() - held
+      if (v > peak) peak = v
+    },
+    mb: () => peak / 1048576
+  }
+}
+
 async function send(stream, raw, o) {
   const full = Math.floor(o.bytes / o.chunk)
   const tail = o.bytes - full * o.chunk
@@ -114,21 +133,25 @@ async function send(stream, raw, o) {
     hash = h.digest('hex')
   }
   const closed = new Promise((resolve) => raw.once('close', resolve))
+  const rss = rssMeter()
+  rss.sample(0, data.byteLength, true)
   const cpu0 = process.cpuUsage()
   const t0 = now()
   emit({ event: 'start', t: t0 })
   for (let i = 0; i < full; i++) {
     if (!stream.write(block(i))) await drained(stream)
     if (stream.destroying) break
+    rss.sample((i + 1) * o.chunk, data.byteLength)
   }
   if (last && !stream.destroying) stream.write(last)
   await stream.flush() // every byte acked
   const t1 = now()
   const c = cpu(cpu0)
+  rss.sample(0, data.byteLength, true)
   stream.end()
   stream.resume()
   await closed
-  return { bytes: o.bytes, hash, t_start: t0, t_end: t1, ms: t1 - t0, ...c }
+  return { bytes: o.bytes, hash, t_start: t0, t_end: t1, ms: t1 - t0, ...c, rssMb: rss.mb() }
 }
 
 // Receiver hashing. Chunks arrive one packet at a time (~1.4 KB), so they
@@ -175,6 +198,11 @@ class BatchHasher {
     this.used = 0
   }
 
+  // bytes held for the hash (kept batches and the one being filled)
+  held() {
+    return this.keep ? this.kept.length * BATCH + BATCH : 0
+  }
+
   digest() {
     if (this.used > 0) this.flush()
     for (const b of this.kept) this.h.update(b)
@@ -192,6 +220,8 @@ function recv(stream, raw, o) {
     let first = null
     let last = null // when the last byte came (the END follows the sender's flush)
     let bytes = 0
+    const rss = rssMeter()
+    rss.sample(0, 0, true)
     stream.on('data', (data) => {
       if (first === null) {
         first = now()
@@ -200,10 +230,12 @@ function recv(stream, raw, o) {
       bytes += data.byteLength
       last = now()
       if (h) h.update(data)
+      rss.sample(bytes, h ? h.held() : 0)
     })
     stream.on('end', async () => {
       const t1 = now()
       const c = cpu(cpu0)
+      rss.sample(0, h ? h.held() : 0, true)
       stream.end()
       await closed
       resolve({
@@ -214,7 +246,8 @@ function recv(stream, raw, o) {
         t_end: t1,
         t_last: last !== null ? last : t1,
         ms: t1 - (first !== null ? first : t0),
-        ...c
+        ...c,
+        rssMb: rss.mb()
       })
     })
   })

@@ -159,6 +159,9 @@ function M.transfer(root, system, opts)
       if ds.jain and null(ds.jain) then sample.extra.jain = ds.jain end
       if dr.steadyBytesPerS and null(dr.steadyBytesPerS) then sample.steady_bytes_s = dr.steadyBytesPerS end
       if type(ds.stats) == "table" and tonumber(ds.stats.mtu) then sample.extra.mtu = tonumber(ds.stats.mtu) end
+      -- peak RSS of each end less the data the bench holds (MiB)
+      if tonumber(null(ds.rssMb)) then sample.extra.rss_send_mb = tonumber(ds.rssMb) end
+      if tonumber(null(dr.rssMb)) then sample.extra.rss_recv_mb = tonumber(dr.rssMb) end
       -- a udx-native receiver whose END went unanswered after every byte came
       if null(dr.closeError) then sample.extra.close_timeouts = 1 end
       if serr or rerr then
