@@ -13,6 +13,9 @@
 
 #define FRAMER_MT "ludx.crypto.framer"
 
+// f:trim() keeps buffers up to this size: 64 KiB frames never reallocate.
+#define FRAMER_KEEP (256 * 1024)
+
 static void
 push_bytes (lua_State *L, const uint8_t *p, size_t len) {
   lua_pushlstring(L, (const char *) p, len);
@@ -67,6 +70,24 @@ framer_free (framer_t *f) {
   free(f->pend);
   free(f->out);
   free(f);
+}
+
+// Frees the buffers above FRAMER_KEEP that hold nothing now. Plaintext
+// (f->out) is wiped first; held raw input (f->pend) is ciphertext.
+static void
+framer_trim (framer_t *f) {
+  if (f->out_cap > FRAMER_KEEP && f->out_len == 0 && f->glen == 0) {
+    ludx_wipe(f->out, f->out_cap);
+    free(f->out);
+    f->out = NULL;
+    f->out_cap = 0;
+  }
+  if (f->pend_cap > FRAMER_KEEP && f->pend_len == 0) {
+    free(f->pend);
+    f->pend = NULL;
+    f->pend_cap = 0;
+  }
+  ludx_ss_trim(&f->ss, FRAMER_KEEP);
 }
 
 static int
@@ -350,6 +371,25 @@ l_framer_encrypt_udx (lua_State *L) {
   return 1;
 }
 
+// f:trim(): frees the buffers above FRAMER_KEEP that hold nothing now (a
+// frame split across reads stays). Buffers grow to the largest frame seen
+// and are kept for the next one; the caller trims once large frames stop,
+// so a stream that carried one 16 MiB frame does not keep 16 MiB per
+// direction for the rest of its life.
+static int
+l_framer_trim (lua_State *L) {
+  framer_trim(check_framer(L));
+  return 0;
+}
+
+// f:buffer_bytes() -> bytes allocated for frames and plaintext now
+static int
+l_framer_buffer_bytes (lua_State *L) {
+  framer_t *f = check_framer(L);
+  lua_pushinteger(L, (lua_Integer) (f->out_cap + f->pend_cap + ludx_ss_buffer_bytes(&f->ss)));
+  return 1;
+}
+
 // f:pending() -> raw bytes held that do not make a whole frame yet
 static int
 l_framer_pending (lua_State *L) {
@@ -383,11 +423,14 @@ set_number (lua_State *L, const char *k, uint64_t v) {
   lua_setfield(L, -2, k);
 }
 
-// f:stats() -> {frames_in, frames_out, keepalives_in, bytes_in, bytes_out}
+// f:stats() -> {frames_in, frames_out, keepalives_in, bytes_in, bytes_out,
+// buffer_bytes (allocated for frames and plaintext now)}
 static int
 l_framer_stats (lua_State *L) {
-  const ludx_ss_stats_t *s = ludx_ss_stats(&check_framer(L)->ss);
-  lua_createtable(L, 0, 5);
+  framer_t *f = check_framer(L);
+  const ludx_ss_stats_t *s = ludx_ss_stats(&f->ss);
+  lua_createtable(L, 0, 6);
+  set_number(L, "buffer_bytes", f->out_cap + f->pend_cap + ludx_ss_buffer_bytes(&f->ss));
   set_number(L, "frames_in", s->frames_in);
   set_number(L, "frames_out", s->frames_out);
   set_number(L, "keepalives_in", s->keepalives_in);
@@ -434,6 +477,8 @@ ludx_bind_framer (lua_State *L) {
       {"feed_udx", l_framer_feed_udx},
       {"encrypt_udx", l_framer_encrypt_udx},
       {"pending", l_framer_pending},
+      {"trim", l_framer_trim},
+      {"buffer_bytes", l_framer_buffer_bytes},
       {"ready", l_framer_ready},
       {"error", l_framer_error},
       {"stats", l_framer_stats},

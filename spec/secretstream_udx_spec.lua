@@ -188,3 +188,45 @@ describe("secretstream over udx: close and destroy", function()
     close(p)
   end))
 end)
+
+describe("secretstream over udx: frame buffers", function()
+  -- A 16 MiB frame needs 16 MiB at each end while it is sealed and while
+  -- it is gathered; once through, neither end keeps it (a service whose
+  -- peers each sent one large message would otherwise hold 16 MiB per
+  -- stream, per direction, for the life of the stream).
+  it("a stream that carried the largest frame each way frees its large buffers a second after", run(function()
+    local p = pair()
+    local big = string.rep("z", secretstream.MAX_WRITE)
+    local function through(from, to)
+      local reader = ludx.spawn("reader", function()
+        local got = 0
+        while got < #big do
+          local s, msg, code = to:read(nil, 20000)
+          if not s then return nil, msg, code end
+          got = got + #s
+        end
+        return got
+      end)
+      assert(from:write(big, 20000))
+      assert.are.equal(#big, reader:join(30000))
+    end
+    through(p.x, p.y)
+    through(p.y, p.x)
+    assert(p.x:write("after"))
+    assert.are.equal("after", p.y:read(nil, 10000))
+    -- right after, both ends still hold them (ready for another large one)
+    assert.is_true(p.x:stats().buffer_bytes > 16 * 1024 * 1024)
+    assert.is_true(p.y:stats().buffer_bytes > 16 * 1024 * 1024)
+    -- a second after the last large frame they are gone (polled: no fixed sleep)
+    local deadline = ludx.now() + 15000
+    local function large() return p.x:stats().buffer_bytes > 256 * 1024 or p.y:stats().buffer_bytes > 256 * 1024 end
+    while large() and ludx.now() < deadline do ludx.sleep(50) end
+    assert.is_true(p.x:stats().buffer_bytes <= 256 * 1024, "buffer_bytes " .. p.x:stats().buffer_bytes)
+    assert.is_true(p.y:stats().buffer_bytes <= 256 * 1024, "buffer_bytes " .. p.y:stats().buffer_bytes)
+    -- and the stream goes on: another large frame, then small ones
+    through(p.x, p.y)
+    assert(p.y:write("still"))
+    assert.are.equal("still", p.x:read(nil, 10000))
+    close(p)
+  end))
+end)

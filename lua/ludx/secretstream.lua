@@ -72,6 +72,12 @@ local READ_BATCH = 65536
 -- before the keys are known).
 local RAW_READ = 65536
 
+-- The framer's buffers grow to the largest frame that went through (up to
+-- 16 MiB each way) and are kept for the next one; TRIM_IDLE ms after the
+-- last frame larger than BUFFER_KEEP, what they hold above it is freed.
+local BUFFER_KEEP = 256 * 1024
+local TRIM_IDLE = 1000
+
 -- Writes made before the handshake completes are queued up to this many
 -- bytes; past it, write waits for the handshake.
 local PENDING_LIMIT = 1024 * 1024
@@ -137,6 +143,10 @@ local function release(self, keep, graceful)
     self.hs_timer:cancel()
     self.hs_timer = nil
   end
+  if self.trim_timer then
+    self.trim_timer:cancel()
+    self.trim_timer = nil
+  end
   if self.noise then
     self.noise:destroy()
     self.noise = nil
@@ -161,6 +171,26 @@ local function dead(self)
   if self.err then return nil, self.err.msg, self.err.code end
   if self.closed then return nil, "stream is closed", "EPIPE" end
   return false
+end
+
+-- A frame larger than BUFFER_KEEP went through (or is being gathered): the
+-- framer's buffers are trimmed once TRIM_IDLE ms pass without another. A
+-- frame still split across reads is kept, and looked at again later.
+local function trim_later(self)
+  self.large_at = now()
+  if self.trim_timer then return end
+  local function look()
+    self.trim_timer = nil
+    if self.err or self.closed then return end
+    local wait = self.large_at + TRIM_IDLE - now()
+    if wait <= 0 then
+      self.framer:trim()
+      if self.framer:buffer_bytes() <= BUFFER_KEEP then return end
+      wait = TRIM_IDLE
+    end
+    self.trim_timer = ludx.after(math.ceil(wait), look)
+  end
+  self.trim_timer = ludx.after(TRIM_IDLE, look)
 end
 
 ---------------------------------------------------------------------------
@@ -323,6 +353,9 @@ local function pump_udx(self)
     if self.err or self.closed then return end
     local data, used, code = framer:feed_udx(h, READ_BATCH, self.mode ~= "bytes")
     if not self.header_in and data ~= nil then check_header(self) end
+    if (data == false or (data and #data > BUFFER_KEEP)) and framer:buffer_bytes() > BUFFER_KEEP then
+      trim_later(self)
+    end
     if data == false then
       local ok, wmsg, wcode = raw:wait_readable()
       -- the raw stream was closed under us (by its own close or destroy)
@@ -368,6 +401,7 @@ local function pump(self)
     -- drained with feed("") before the next raw read)
     local one = self.mode ~= "bytes"
     local data, hmsg, hcode = framer:feed(chunk, one)
+    if data and framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
     while true do
       if data == nil then return fail(self, hmsg, hcode) end
       if not self.header_in and self.keyed then check_header(self) end
@@ -678,6 +712,7 @@ function Stream:write(data, timeout)
       fail(self, m, c)
       ok = nil
     else
+      if #data > BUFFER_KEEP then trim_later(self) end
       self.last_write = now()
       if r == 0 then ok, m, c = self.raw:wait_drain(left(deadline)) end
     end
@@ -685,6 +720,7 @@ function Stream:write(data, timeout)
   elseif ok then
     local frame
     frame, m, c = encrypt(self, data)
+    if frame and #data > BUFFER_KEEP then trim_later(self) end
     if frame then ok, m, c = raw_write(self, frame, deadline) else ok = nil end
     unlock(self)
   end
@@ -863,6 +899,7 @@ function Stream:stats()
   s.plaintext_in = f.bytes_in or 0
   s.plaintext_out = f.bytes_out or 0
   s.raw_bytes_in = self.raw_bytes_in
+  s.buffer_bytes = f.buffer_bytes or 0
   return s
 end
 

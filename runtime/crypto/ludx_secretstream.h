@@ -133,6 +133,18 @@ ludx_ss_ready (const ludx_ss_t *ss);
 const ludx_ss_stats_t *
 ludx_ss_stats (const ludx_ss_t *ss);
 
+/* Free every buffer of more than `keep` bytes that holds nothing now: the
+ * last built frame (call it once the frame was copied out), the decoder's
+ * plaintext (once handed over), its split-frame buffer (when no frame is
+ * split). So a stream that carried one 16 MiB frame does not keep 16 MiB
+ * for the rest of its life. Plaintext is wiped first, ciphertext is not. */
+void
+ludx_ss_trim (ludx_ss_t *ss, size_t keep);
+
+/* Bytes allocated for buffers now (frames, plaintext). */
+size_t
+ludx_ss_buffer_bytes (const ludx_ss_t *ss);
+
 /* Wipe the keys and free the buffers. */
 void
 ludx_ss_destroy (ludx_ss_t *ss);

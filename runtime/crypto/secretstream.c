@@ -366,6 +366,26 @@ ludx_ss_stats (const ludx_ss_t *ss) {
 }
 
 void
+ludx_ss_trim (ludx_ss_t *ss, size_t keep) {
+  if (ss == NULL)
+    return;
+  if (ss->out_cap > keep) { // sealed frames: nothing secret to wipe
+    free(ss->out);
+    ss->out = NULL;
+    ss->out_cap = 0;
+  }
+  if (ss->plain_cap > keep)
+    free_buffer(&ss->plain, &ss->plain_cap);
+  if (ss->buf_cap > keep && ss->buf_len == 0)
+    free_buffer(&ss->buf, &ss->buf_cap);
+}
+
+size_t
+ludx_ss_buffer_bytes (const ludx_ss_t *ss) {
+  return ss->buf_cap + ss->plain_cap + ss->out_cap;
+}
+
+void
 ludx_ss_destroy (ludx_ss_t *ss) {
   if (ss == NULL)
     return;

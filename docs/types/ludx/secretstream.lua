@@ -104,7 +104,7 @@ function C1:is_closed() end
 ---@return string? code
 function C1:wait_header(timeout) end
 
---- The raw stream's stats plus frames_in/out, keepalives, plaintext_in/out.
+--- The raw stream's stats plus frames_in/out, keepalives, plaintext_in/out, raw_bytes_in, and buffer_bytes (allocated now for frames and plaintext: about the largest frame each way while frames that large go through; at most 256 KiB once a second passed after the last frame over 256 KiB, unless one is still arriving).
 ---@return table stats
 function C1:stats() end
 
