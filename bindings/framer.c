@@ -27,7 +27,8 @@ typedef struct {
   size_t pend_len, pend_cap;
   uint8_t *out; // plaintext of several frames of one feed
   size_t out_len, out_cap;
-  uint32_t glen, ghave; // feed_udx: the frame being gathered in out (L, bytes so far)
+  uint32_t glen, ghave;  // feed_udx: the frame being gathered in out (L, bytes so far)
+  size_t rd_off, rd_len; // feed_udx: a large frame's plaintext in out, still to hand over
 } framer_t;
 
 static framer_t *
@@ -76,7 +77,7 @@ framer_free (framer_t *f) {
 // (f->out) is wiped first; held raw input (f->pend) is ciphertext.
 static void
 framer_trim (framer_t *f) {
-  if (f->out_cap > FRAMER_KEEP && f->out_len == 0 && f->glen == 0) {
+  if (f->out_cap > FRAMER_KEEP && f->out_len == 0 && f->glen == 0 && f->rd_len == 0) {
     ludx_wipe(f->out, f->out_cap);
     free(f->out);
     f->out = NULL;
@@ -215,7 +216,30 @@ l_framer_feed (lua_State *L) {
   return 1;
 }
 
-// f:feed_udx(stream [, max [, one]]) -> plaintext, raw bytes used | false
+// The next part (at most max bytes) of a large frame's plaintext that
+// feed_udx hands over in parts.
+static void
+push_rest (lua_State *L, framer_t *f, size_t max) {
+  size_t n = f->rd_len < max ? f->rd_len : max;
+  lua_pushlstring(L, (const char *) f->out + f->rd_off, n);
+  f->rd_off += n;
+  f->rd_len -= n;
+}
+
+// f:rest([max]) -> the next part of a large frame feed_udx hands over in
+// parts, or nil when there is none (what a failed stream keeps for its
+// reader: it was authenticated).
+static int
+l_framer_rest (lua_State *L) {
+  framer_t *f = check_framer(L);
+  size_t max = (size_t) ludx_opt_integer(L, 2, "max", 65536, 1, (lua_Integer) 1 << 30);
+  if (f->rd_len == 0)
+    return 0;
+  push_rest(L, f, max);
+  return 1;
+}
+
+// f:feed_udx(stream [, max [, one]]) -> plaintext, raw bytes used [, more] | false
 // (nothing yet) | nil (EOF) | nil, msg, code. With one = true it returns
 // the plaintext of one non-empty frame (message boundaries; empty frames are
 // keep-alives and skipped), leaving the next frames in the stream's buffer.
@@ -224,11 +248,18 @@ l_framer_feed (lua_State *L) {
 // read) straight into f->out and decrypted there in place, so the plaintext
 // of every frame of a call ends up contiguous and goes to Lua in one string
 // (one copy in, one out, as a plain stream's read). A string holds at most
-// max bytes of plaintext (default 64 KiB), or one frame when that frame
-// alone is larger: a frame that would take it past max is left for the next
-// call, so f->out holds at most max or one frame. A frame split at the end
+// max bytes of plaintext (default 64 KiB), or with one = true one frame when
+// that frame alone is larger: a frame that would take it past max is left
+// for the next call, so f->out holds at most max or one frame. A frame split at the end
 // of the input stays in f->out for the next call. Only after the handshake (no
 // handshake frame may come), and with nothing held from feed().
+//
+// In bytes mode (one = false) a frame whose plaintext is larger than max is
+// handed over in max-sized strings, one per call (a third result, true,
+// says more is ready): the whole frame was authenticated before the first,
+// and no string of it reaches LuaJIT's large-allocation path (a 16 MiB
+// frame would otherwise make a 16 MiB string per frame for the GC). No raw
+// byte is taken until the last one went.
 //
 // Layout: the plaintext of this call is out[1, e); a frame being gathered
 // sits at out[e - 1] (its tag byte, never written by the in-place open, over
@@ -243,6 +274,12 @@ l_framer_feed_udx (lua_State *L) {
   int one = lua_toboolean(L, 4);
   if (f->pend_len > 0)
     return luaL_error(L, "framer: feed_udx with bytes held from feed");
+  if (f->rd_len > 0) { // the rest of a large frame, already authenticated
+    push_rest(L, f, max);
+    lua_pushinteger(L, 0);
+    lua_pushboolean(L, f->rd_len > 0);
+    return 3;
+  }
   int got = 0, eof = 0, rc = 0, full = 0;
   size_t used = 0, e = 1;
   uint8_t under = 0;
@@ -327,6 +364,15 @@ l_framer_feed_udx (lua_State *L) {
     return ludx_push_crypto_error(L, rc);
   }
   size_t plain = e - 1;
+  if (plain > max && !one && f->glen == 0) {
+    // one large frame (a frame past max ends the gathering): its first part
+    lua_pushlstring(L, (const char *) f->out + 1, max);
+    f->rd_off = 1 + max;
+    f->rd_len = plain - max;
+    lua_pushinteger(L, (lua_Integer) used);
+    lua_pushboolean(L, 1);
+    return 3;
+  }
   if (plain > 0) {
     if (f->ghave > 0) {
       uint8_t t = f->out[e - 1];
@@ -478,6 +524,7 @@ ludx_bind_framer (lua_State *L) {
       {"encrypt_udx", l_framer_encrypt_udx},
       {"pending", l_framer_pending},
       {"trim", l_framer_trim},
+      {"rest", l_framer_rest},
       {"buffer_bytes", l_framer_buffer_bytes},
       {"ready", l_framer_ready},
       {"error", l_framer_error},

@@ -96,14 +96,24 @@ describe("secretstream framer over a udx read buffer", function()
     -- one message at a time; the keep-alive is skipped
     assert.is_true(p.b:feed_udx(h, nil, true) == xs[3])
     assert.is_true(p.b:feed_udx(h, nil, true) == xs[4])
-    -- max 1: one frame per call (a frame larger than max comes alone)
-    assert.is_true(p.b:feed_udx(h, 1) == xs[5])
-    assert.is_true(p.b:feed_udx(h, 1) == xs[6])
+    -- one = true with max 1: a frame larger than max comes alone, whole
+    assert.is_true(p.b:feed_udx(h, 1, true) == xs[5])
+    -- bytes mode, max 1000: a larger frame comes in max-sized parts, the
+    -- third result saying more of it is ready (and no raw byte is taken)
+    local parts = {}
+    repeat
+      local part, used, more = p.b:feed_udx(h, 1000)
+      assert.is_true(#part <= 1000)
+      if #parts > 0 then assert.are.equal(0, used) end
+      parts[#parts + 1] = part
+    until not more
+    assert.are.equal(6, #parts)
+    assert.is_true(table.concat(parts) == xs[6])
     assert.are.equal(false, (p.b:feed_udx(h)))
     p.close()
   end))
 
-  it("a large frame split over many reads arrives whole, bounded by one frame", run(function()
+  it("a large frame split over many reads arrives once whole, in parts of max, bounded by one frame", run(function()
     local p, header = setup()
     local big = data(3 * 1024 * 1024, 7)
     local f = p.a:encrypt(big)
@@ -113,15 +123,27 @@ describe("secretstream framer over a udx read buffer", function()
     while off <= #f do
       deliver(p, f:sub(off, off + step - 1))
       off = off + step
-      local r = p.b:feed_udx(p.rb:handle(), 65536)
+      local r, _, more = p.b:feed_udx(p.rb:handle(), 65536)
       if off <= #f then
         assert.are.equal(false, r) -- nothing before the whole frame is in
       else
-        got = r
+        local parts = { r }
+        while more do
+          p.b:trim() -- keeps what is still to hand over
+          r, _, more = p.b:feed_udx(p.rb:handle(), 65536)
+          assert.are.equal(65536, #r)
+          parts[#parts + 1] = r
+        end
+        got = table.concat(parts)
+        assert.are.equal(#big / 65536, #parts)
       end
     end
     assert.are.equal(#big, #got)
     assert.is_true(got == big)
+    -- once handed over, the frame's buffer goes at the next trim
+    assert.is_true(p.b:buffer_bytes() >= #big)
+    p.b:trim()
+    assert.is_true(p.b:buffer_bytes() <= 256 * 1024)
     p.close()
   end))
 

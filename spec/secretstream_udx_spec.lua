@@ -230,3 +230,64 @@ describe("secretstream over udx: frame buffers", function()
     close(p)
   end))
 end)
+
+describe("secretstream over udx: large frames in parts", function()
+  local function pattern(n, seed)
+    local t = {}
+    for i = 1, n / 4 do t[i] = string.char((i + seed) % 256, (i * 7) % 256, seed % 256, (i * 13 + seed) % 256) end
+    return table.concat(t)
+  end
+
+  -- a frame larger than a read batch reaches the reader in parts of at
+  -- most 64 KiB (no string of the frame's size per frame), in order
+  it("a 1 MiB frame reads in parts of at most 64 KiB, or of max, in order", run(function()
+    local p = pair()
+    local a, b = pattern(1024 * 1024, 1), pattern(200 * 1024, 2)
+    assert(p.x:write(a))
+    assert(p.x:write(b))
+    local got, n = {}, 0
+    while n < #a do
+      local s = assert(p.y:read(nil, 10000))
+      assert.is_true(#s <= 65536, #s)
+      got[#got + 1] = s
+      n = n + #s
+    end
+    assert.is_true(table.concat(got) == a)
+    got, n = {}, 0
+    while n < #b do
+      local s = assert(p.y:read(1000, 10000))
+      assert.is_true(#s <= 1000, #s)
+      got[#got + 1] = s
+      n = n + #s
+    end
+    assert.is_true(table.concat(got) == b)
+    close(p)
+  end))
+
+  -- the parts not read yet were authenticated with the frame: a failure
+  -- between them hands them over before the error, as buffered plaintext
+  it("a failure between the parts of a frame: the reader gets every byte, then the error", run(function()
+    local p = pair()
+    local a = pattern(1024 * 1024, 3)
+    assert(p.x:write(a))
+    assert(p.ra:flush(10000)) -- all of it is in y's raw stream
+    local first = assert(p.y:read(nil, 10000))
+    assert.is_true(#first < #a)
+    p.x:destroy()
+    p.rb:wait_closed(5000)
+    local ok = p.y:write("after the reset") -- fails the SecretStream
+    assert.is_nil(ok)
+    local got, code = { first }
+    while true do
+      local s, _, c = p.y:read(nil, 5000)
+      if not s then
+        code = c
+        break
+      end
+      got[#got + 1] = s
+    end
+    assert.is_true(table.concat(got) == a)
+    assert.is_string(code)
+    close(p)
+  end))
+end)

@@ -151,6 +151,17 @@ local function release(self, keep, graceful)
     self.noise:destroy()
     self.noise = nil
   end
+  if keep then
+    -- the rest of a large frame in the framer was authenticated: the reader
+    -- gets it before the error, as what was buffered
+    local part = self.framer:rest(READ_BATCH)
+    while part do
+      self.rtail = self.rtail + 1
+      self.rbuf[self.rtail] = part
+      self.rbytes = self.rbytes + #part
+      part = self.framer:rest(READ_BATCH)
+    end
+  end
   self.framer_stats = self.framer:stats()
   self.framer:destroy()
   if not keep then self.rbuf, self.rhead, self.rtail, self.rbytes = {}, 1, 0, 0 end
@@ -341,6 +352,38 @@ local function on_eof(self)
   self.readers:wake_all(true)
 end
 
+-- feed_udx returned nil: a frame failed (msg, code), or the raw stream
+-- ended (its error, or EOF).
+local function udx_ended(self, msg, code)
+  if msg then return fail(self, msg, code) end
+  local rmsg, rcode = self.raw:error()
+  if rcode and rcode ~= "ECANCELED" then return fail(self, rmsg, rcode) end
+  return on_eof(self)
+end
+
+-- A read in bytes mode with nothing decrypted waiting: the reader decrypts
+-- the next batch (at most max bytes) itself, straight from the udx
+-- stream's buffer, or takes the next part of a large frame, with no
+-- hand-off through the reader task. false when nothing came yet, or at an
+-- end (the read loop then reports it).
+local function direct_read(self, max)
+  local h = self.raw:handle()
+  local data, used, more = self.framer:feed_udx(h, max, false)
+  if data then
+    self.raw_bytes_in = self.raw_bytes_in + used
+    if self.parts and not more then
+      self.parts = false
+      self.pump_waiters:wake_all(true)
+    end
+    -- more is waiting: one loop turn first, so the socket is read and
+    -- acked while the reader works through it
+    if more or h:readable() > 0 then ludx.yield() end
+    return data
+  end
+  if data == nil then udx_ended(self, used, more) end
+  return false
+end
+
 -- The data phase over a udx stream: frames are decrypted in C straight from
 -- the stream's read buffer (framer:feed_udx), with no Lua string for the
 -- raw bytes.
@@ -351,7 +394,7 @@ local function pump_udx(self)
       self.pump_waiters:wait("secretstream reader backpressure")
     end
     if self.err or self.closed then return end
-    local data, used, code = framer:feed_udx(h, READ_BATCH, self.mode ~= "bytes")
+    local data, used, more = framer:feed_udx(h, READ_BATCH, self.mode ~= "bytes")
     if not self.header_in and data ~= nil then check_header(self) end
     if (data == false or (data and #data > BUFFER_KEEP)) and framer:buffer_bytes() > BUFFER_KEEP then
       trim_later(self)
@@ -364,17 +407,23 @@ local function pump_udx(self)
         return fail(self, wmsg or "stream is closed", wcode or "ECANCELED")
       end
     elseif data == nil then
-      if used then return fail(self, used, code) end
-      local rmsg, rcode = raw:error()
-      if rcode and rcode ~= "ECANCELED" then return fail(self, rmsg, rcode) end
-      return on_eof(self)
+      return udx_ended(self, used, more) -- msg, code
     else
       self.raw_bytes_in = self.raw_bytes_in + used
       push_plain(self, data)
-      -- more is buffered: one loop turn before the next batch, so the
-      -- reader takes this one whole (no join of batches) and the socket is
-      -- read and acked meanwhile, not after all of it is decrypted
-      if h:readable() > 0 then ludx.yield() end
+      if more then
+        -- the first part of a large frame: the reader takes the others
+        -- straight from the framer (direct_read), and wakes us after the last
+        self.parts = true
+        while self.parts and not (self.err or self.closed) do
+          self.pump_waiters:wait("secretstream large frame")
+        end
+      elseif h:readable() > 0 then
+        -- more is buffered: one loop turn before the next batch, so the
+        -- reader takes this one whole (no join of batches) and the socket
+        -- is read and acked meanwhile, not after all of it is decrypted
+        ludx.yield()
+      end
     end
   end
 end
@@ -656,7 +705,9 @@ local function read_loop(self, what, fname, deadline, has, take_fn, arg)
   end
 end
 
---- All decrypted bytes available, up to max; nil at EOF; nil, msg, code.
+--- Decrypted bytes, up to max: what the reader task buffered, or else at
+-- most READ_BATCH decrypted in this call (over udx); nil at EOF; nil, msg,
+-- code.
 function Stream:read(max, timeout)
   if max ~= nil and (type(max) ~= "number" or max < 1 or max % 1 ~= 0) then
     error("bad argument 'max' to 'read' (positive integer expected, got " .. tostring(max) .. ")", 2)
@@ -664,6 +715,10 @@ function Stream:read(max, timeout)
   ludx.check_timeout(timeout, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end
   if not self.mode then self.mode = "bytes" end
+  if self.rbytes == 0 and self.header_in and self.fused and self.keyed and not (self.err or self.closed or self.eof) then
+    local data = direct_read(self, max and math.min(max, READ_BATCH) or READ_BATCH)
+    if data then return data end
+  end
   return read_loop(self, "secretstream read", "read", deadline_of(timeout), has_bytes, take, max)
 end
 

@@ -37,7 +37,7 @@ local C1 = {}
 ---@return string? code
 function C1:ready(timeout) end
 
---- Decrypted bytes, up to max; nil at the end. After a failure, what was decrypted before it comes first, then the error. Codes: EDECRYPT, EFRAME, EHANDSHAKE, EREMOTEKEY, ETIMEDOUT, or the raw stream's.
+--- Decrypted bytes, up to max: what the reader task buffered, or else at most 64 KiB decrypted for this call (a larger frame comes in parts, none before the whole frame authenticated); nil at the end. After a failure, what was decrypted before it comes first, then the error. Codes: EDECRYPT, EFRAME, EHANDSHAKE, EREMOTEKEY, ETIMEDOUT, or the raw stream's.
 ---@param max? integer
 ---@param timeout? number
 ---@return string? data
