@@ -260,6 +260,7 @@ local function complete(self, r, out)
   out[#out + 1] = header
   for i = 1, #self.pending do
     local frame, m, c = encrypt(self, self.pending[i])
+    if #self.pending[i] > BUFFER_KEEP then trim_later(self) end
     if not frame then return nil, m, c end
     out[#out + 1] = frame
   end
@@ -365,22 +366,38 @@ end
 -- the next batch (at most max bytes) itself, straight from the udx
 -- stream's buffer, or takes the next part of a large frame, with no
 -- hand-off through the reader task. false when nothing came yet, or at an
--- end (the read loop then reports it).
+-- end (the read loop then reports it). After a batch with more behind it,
+-- the next call turns the loop once first (the socket is read and acked
+-- meanwhile): before it takes anything, so a cancel there loses nothing.
 local function direct_read(self, max)
+  if self.turn_due and ludx.in_task() then
+    self.turn_due = false
+    self.reading = true -- a second reader meanwhile gets EBUSY
+    local ok, err = pcall(ludx.yield)
+    self.reading = false
+    if not ok then error(err, 0) end
+    -- the reader task may have buffered bytes meanwhile (they come first),
+    -- or the stream ended
+    if self.rbytes > 0 or self.err or self.closed or self.eof then return false end
+  end
   local h = self.raw:handle()
   local data, used, more = self.framer:feed_udx(h, max, false)
   if data then
     self.raw_bytes_in = self.raw_bytes_in + used
-    if self.parts and not more then
+    if more then
+      trim_later(self) -- a large frame's buffers
+    elseif self.parts then
       self.parts = false
       self.pump_waiters:wake_all(true)
     end
-    -- more is waiting: one loop turn first, so the socket is read and
-    -- acked while the reader works through it
-    if more or h:readable() > 0 then ludx.yield() end
+    self.turn_due = more or h:readable() > 0
     return data
   end
-  if data == nil then udx_ended(self, used, more) end
+  if data == nil then
+    udx_ended(self, used, more)
+  elseif self.framer:buffer_bytes() > BUFFER_KEEP then
+    trim_later(self) -- a large frame being gathered
+  end
   return false
 end
 
@@ -389,6 +406,7 @@ end
 -- raw bytes.
 local function pump_udx(self)
   local raw, framer, h = self.raw, self.framer, self.raw:handle()
+  self.udx_phase = true -- nothing held in the framer from feed(): reads may decrypt (direct_read)
   while true do
     while over_highwater(self) and not (self.err or self.closed) do
       self.pump_waiters:wait("secretstream reader backpressure")
@@ -396,9 +414,7 @@ local function pump_udx(self)
     if self.err or self.closed then return end
     local data, used, more = framer:feed_udx(h, READ_BATCH, self.mode ~= "bytes")
     if not self.header_in and data ~= nil then check_header(self) end
-    if (data == false or (data and #data > BUFFER_KEEP)) and framer:buffer_bytes() > BUFFER_KEEP then
-      trim_later(self)
-    end
+    if (data == false or more == true) and framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
     if data == false then
       local ok, wmsg, wcode = raw:wait_readable()
       -- the raw stream was closed under us (by its own close or destroy)
@@ -697,7 +713,12 @@ local function read_loop(self, what, fname, deadline, has, take_fn, arg)
       self.reading = false
       return nil
     end
-    local ok, m, c = self.readers:wait(what, left(deadline), fname)
+    -- a cancel raises out of the wait: the stream must not stay busy
+    local done, ok, m, c = pcall(self.readers.wait, self.readers, what, left(deadline), fname)
+    if not done then
+      self.reading = false
+      error(ok, 0)
+    end
     if ok == nil and c then
       self.reading = false
       return nil, m, c
@@ -715,7 +736,7 @@ function Stream:read(max, timeout)
   ludx.check_timeout(timeout, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end
   if not self.mode then self.mode = "bytes" end
-  if self.rbytes == 0 and self.header_in and self.fused and self.keyed and not (self.err or self.closed or self.eof) then
+  if self.rbytes == 0 and self.udx_phase and self.header_in and not (self.err or self.closed or self.eof) then
     local data = direct_read(self, max and math.min(max, READ_BATCH) or READ_BATCH)
     if data then return data end
   end
