@@ -363,6 +363,11 @@ l_framer_feed_udx (lua_State *L) {
     f->glen = f->ghave = 0;
     return ludx_push_crypto_error(L, rc);
   }
+  // a frame that began in feed() (one that came with the handshake) was
+  // finished by the decoder, in its own buffers: once the way is direct
+  // they hold nothing and would keep that frame's size for the stream's life
+  if (ludx_ss_direct(&f->ss) && (f->ss.buf_cap > FRAMER_KEEP || f->ss.plain_cap > FRAMER_KEEP))
+    ludx_ss_trim_read(&f->ss, FRAMER_KEEP);
   size_t plain = e - 1;
   if (plain > max && !one && f->glen == 0) {
     // one large frame (a frame past max ends the gathering): its first part

@@ -141,6 +141,10 @@ ludx_ss_stats (const ludx_ss_t *ss);
 void
 ludx_ss_trim (ludx_ss_t *ss, size_t keep);
 
+/* The read half of ludx_ss_trim: the decoder's buffers only. */
+void
+ludx_ss_trim_read (ludx_ss_t *ss, size_t keep);
+
 /* Bytes allocated for buffers now (frames, plaintext). */
 size_t
 ludx_ss_buffer_bytes (const ludx_ss_t *ss);

@@ -374,6 +374,13 @@ ludx_ss_trim (ludx_ss_t *ss, size_t keep) {
     ss->out = NULL;
     ss->out_cap = 0;
   }
+  ludx_ss_trim_read(ss, keep);
+}
+
+void
+ludx_ss_trim_read (ludx_ss_t *ss, size_t keep) {
+  if (ss == NULL)
+    return;
   if (ss->plain_cap > keep)
     free_buffer(&ss->plain, &ss->plain_cap);
   if (ss->buf_cap > keep && ss->buf_len == 0)
