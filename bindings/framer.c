@@ -91,6 +91,12 @@ framer_trim (framer_t *f) {
   ludx_ss_trim(&f->ss, FRAMER_KEEP);
 }
 
+// Bytes allocated for frames and plaintext now.
+static size_t
+framer_buffer_bytes (const framer_t *f) {
+  return f->out_cap + f->pend_cap + ludx_ss_buffer_bytes(&f->ss);
+}
+
 static int
 l_framer (lua_State *L) {
   framer_t *f = calloc(1, sizeof(*f));
@@ -366,7 +372,7 @@ l_framer_feed_udx (lua_State *L) {
   // a frame that began in feed() (one that came with the handshake) was
   // finished by the decoder, in its own buffers: once the way is direct
   // they hold nothing and would keep that frame's size for the stream's life
-  if (ludx_ss_direct(&f->ss) && (f->ss.buf_cap > FRAMER_KEEP || f->ss.plain_cap > FRAMER_KEEP))
+  if (ludx_ss_direct(&f->ss))
     ludx_ss_trim_read(&f->ss, FRAMER_KEEP);
   size_t plain = e - 1;
   if (plain > max && !one && f->glen == 0) {
@@ -437,7 +443,7 @@ l_framer_trim (lua_State *L) {
 static int
 l_framer_buffer_bytes (lua_State *L) {
   framer_t *f = check_framer(L);
-  lua_pushinteger(L, (lua_Integer) (f->out_cap + f->pend_cap + ludx_ss_buffer_bytes(&f->ss)));
+  lua_pushinteger(L, (lua_Integer) framer_buffer_bytes(f));
   return 1;
 }
 
@@ -481,7 +487,7 @@ l_framer_stats (lua_State *L) {
   framer_t *f = check_framer(L);
   const ludx_ss_stats_t *s = ludx_ss_stats(&f->ss);
   lua_createtable(L, 0, 6);
-  set_number(L, "buffer_bytes", f->out_cap + f->pend_cap + ludx_ss_buffer_bytes(&f->ss));
+  set_number(L, "buffer_bytes", framer_buffer_bytes(f));
   set_number(L, "frames_in", s->frames_in);
   set_number(L, "frames_out", s->frames_out);
   set_number(L, "keepalives_in", s->keepalives_in);

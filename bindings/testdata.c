@@ -175,14 +175,6 @@ l_hasher_keep (lua_State *L) {
   return 1;
 }
 
-// h:kept() -> bytes kept aside
-static int
-l_hasher_kept (lua_State *L) {
-  hasher_t *h = check_hasher(L);
-  lua_pushnumber(L, h->nkept ? (double) (h->nkept - 1) * KEEP_BATCH + (double) h->last_len : 0);
-  return 1;
-}
-
 static int
 l_hasher_gc (lua_State *L) {
   hasher_drop_kept(check_hasher(L));
@@ -221,7 +213,7 @@ void
 ludx_bind_testdata (lua_State *L) {
   static const luaL_Reg gen_methods[] = {{"next", l_gen_next}, {NULL, NULL}};
   ludx_new_class(L, GEN_MT, gen_methods);
-  static const luaL_Reg hasher_methods[] = {{"update", l_hasher_update}, {"keep", l_hasher_keep}, {"kept", l_hasher_kept}, {"hex", l_hasher_hex}, {"bytes", l_hasher_bytes}, {"__gc", l_hasher_gc}, {NULL, NULL}};
+  static const luaL_Reg hasher_methods[] = {{"update", l_hasher_update}, {"keep", l_hasher_keep}, {"hex", l_hasher_hex}, {"bytes", l_hasher_bytes}, {"__gc", l_hasher_gc}, {NULL, NULL}};
   ludx_new_class(L, HASHER_MT, hasher_methods);
   static const luaL_Reg funcs[] = {{"datagen", l_datagen}, {"hasher", l_hasher}, {NULL, NULL}};
   ludx_set_funcs(L, funcs);

@@ -15,9 +15,9 @@ local function u32le(n)
   return string.char(n % 256, math.floor(n / 256) % 256, math.floor(n / 65536) % 256, math.floor(n / 16777216) % 256)
 end
 
--- Two connected udx streams (ids 1 and 2) and their SecretStreams, ready,
--- with one message each way already through.
-local function pair()
+-- Two connected udx streams (ids 1 and 2) and their SecretStreams, just
+-- wrapped (y with opts_y): the handshake runs from here.
+local function wrapped(opts_y)
   local sa = assert(udx.bind("127.0.0.1", 0))
   local sb = assert(udx.bind("127.0.0.1", 0))
   local _, pa = sa:address()
@@ -26,8 +26,17 @@ local function pair()
   local rb = assert(udx.stream(2))
   assert(ra:connect(sa, 2, pb, "127.0.0.1"))
   assert(rb:connect(sb, 1, pa, "127.0.0.1"))
+  local y_opts = { initiator = false }
+  for k, v in pairs(opts_y or {}) do y_opts[k] = v end
   local x = secretstream.wrap(ra, { initiator = true })
-  local y = secretstream.wrap(rb, { initiator = false })
+  local y = secretstream.wrap(rb, y_opts)
+  return { sa = sa, sb = sb, pb = pb, ra = ra, rb = rb, x = x, y = y }
+end
+
+-- The same, ready, with one message each way already through.
+local function pair()
+  local p = wrapped()
+  local ra, x, y = p.ra, p.x, p.y
   assert(x:ready(10000))
   assert(y:ready(10000))
   assert(x:write("hello"))
@@ -36,7 +45,7 @@ local function pair()
   assert.are.equal("hi", x:read(nil, 10000))
   -- every packet so far is acknowledged: the next seq of ra is settled
   assert(ra:flush(10000))
-  return { sa = sa, sb = sb, pb = pb, ra = ra, rb = rb, x = x, y = y }
+  return p
 end
 
 local function close(p)
@@ -237,15 +246,8 @@ describe("secretstream over udx: a large frame that came with the handshake", fu
   -- decoder then finishes in its own buffers. Those go once it is done, not
   -- a second after the last large frame (under steady traffic: never)
   it("leaves no decoder buffer of its size behind", run(function()
-    local sa = assert(udx.bind("127.0.0.1", 0))
-    local sb = assert(udx.bind("127.0.0.1", 0))
-    local _, pa = sa:address()
-    local _, pb = sb:address()
-    local ra, rb = assert(udx.stream(1)), assert(udx.stream(2))
-    assert(ra:connect(sa, 2, pb, "127.0.0.1"))
-    assert(rb:connect(sb, 1, pa, "127.0.0.1"))
-    local x = secretstream.wrap(ra, { initiator = true })
-    local y = secretstream.wrap(rb, { initiator = false })
+    local p = wrapped()
+    local x, y = p.x, p.y
     local big = string.rep("q", 1024 * 1024)
     assert(x:write(big)) -- queued: sent with the handshake's last message
     assert(y:ready(10000))
@@ -254,10 +256,7 @@ describe("secretstream over udx: a large frame that came with the handshake", fu
     -- the gathered frame's own buffer (about 1 MiB) may stay until the
     -- trim; the decoder's two copies of it must not
     assert.is_true(y:stats().buffer_bytes < 1.5 * 1024 * 1024, "buffer_bytes " .. y:stats().buffer_bytes)
-    x:close()
-    y:close()
-    sa:close()
-    sb:close()
+    close(p)
   end))
 end)
 
@@ -327,22 +326,11 @@ describe("secretstream over udx: large frames in parts", function()
   -- buffer (a small read_highwater stopped the reader task) come before
   -- anything read from the udx stream directly
   it("frames held back by read_highwater before the data phase come first, in order", run(function()
-    local sa = assert(udx.bind("127.0.0.1", 0))
-    local sb = assert(udx.bind("127.0.0.1", 0))
-    local _, pa = sa:address()
-    local _, pb = sb:address()
-    local ra, rb = assert(udx.stream(1)), assert(udx.stream(2))
-    assert(ra:connect(sa, 2, pb, "127.0.0.1"))
-    assert(rb:connect(sb, 1, pa, "127.0.0.1"))
-    local x = secretstream.wrap(ra, { initiator = true })
-    local y = secretstream.wrap(rb, { initiator = false, read_highwater = 100 })
-    for i = 1, 5 do assert(x:write(string.rep(tostring(i), 200))) end
-    assert(y:ready(10000))
-    for i = 1, 5 do assert.are.equal(string.rep(tostring(i), 200), y:read(nil, 5000)) end
-    x:close()
-    y:close()
-    sa:close()
-    sb:close()
+    local p = wrapped({ read_highwater = 100 })
+    for i = 1, 5 do assert(p.x:write(string.rep(tostring(i), 200))) end
+    assert(p.y:ready(10000))
+    for i = 1, 5 do assert.are.equal(string.rep(tostring(i), 200), p.y:read(nil, 5000)) end
+    close(p)
   end))
 
   -- the parts not read yet were authenticated with the frame: a failure

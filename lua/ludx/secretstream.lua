@@ -129,6 +129,14 @@ local function wake_everyone(self)
   self.close_waiters:wake_all(true)
 end
 
+-- Decrypted plaintext for the reader.
+local function push_plain(self, data)
+  self.rtail = self.rtail + 1
+  self.rbuf[self.rtail] = data
+  self.rbytes = self.rbytes + #data
+  self.readers:wake_one(true)
+end
+
 -- keep: a failure keeps the plaintext already decrypted (authenticated) for
 -- the reader, which takes it before the error (a peer's reset after its
 -- last frames loses nothing); close() drops it.
@@ -156,9 +164,7 @@ local function release(self, keep, graceful)
     -- gets it before the error, as what was buffered
     local part = self.framer:rest(READ_BATCH)
     while part do
-      self.rtail = self.rtail + 1
-      self.rbuf[self.rtail] = part
-      self.rbytes = self.rbytes + #part
+      push_plain(self, part)
       part = self.framer:rest(READ_BATCH)
     end
   end
@@ -202,6 +208,12 @@ local function trim_later(self)
     self.trim_timer = ludx.after(math.ceil(wait), look)
   end
   self.trim_timer = ludx.after(TRIM_IDLE, look)
+end
+
+-- After framer:feed_udx: a large frame handed over in parts (more), or
+-- one being gathered (nothing yet), holds large buffers.
+local function watch_buffers(self, data, more)
+  if (data == false or more == true) and self.framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
 end
 
 ---------------------------------------------------------------------------
@@ -332,13 +344,6 @@ local function over_highwater(self)
   return self.rbytes + (self.rtail - self.rhead + 1) * ENTRY_COST >= self.read_highwater
 end
 
-local function push_plain(self, data)
-  self.rtail = self.rtail + 1
-  self.rbuf[self.rtail] = data
-  self.rbytes = self.rbytes + #data
-  self.readers:wake_one(true)
-end
-
 local function on_eof(self)
   if not self.is_ready then
     return fail(self, "Noise handshake failed: the stream ended during the handshake", "EHANDSHAKE")
@@ -382,22 +387,17 @@ local function direct_read(self, max)
   end
   local h = self.raw:handle()
   local data, used, more = self.framer:feed_udx(h, max, false)
+  watch_buffers(self, data, more)
   if data then
     self.raw_bytes_in = self.raw_bytes_in + used
-    if more then
-      trim_later(self) -- a large frame's buffers
-    elseif self.parts then
+    if self.parts and not more then
       self.parts = false
       self.pump_waiters:wake_all(true)
     end
     self.turn_due = more or h:readable() > 0
     return data
   end
-  if data == nil then
-    udx_ended(self, used, more)
-  elseif self.framer:buffer_bytes() > BUFFER_KEEP then
-    trim_later(self) -- a large frame being gathered
-  end
+  if data == nil then udx_ended(self, used, more) end
   return false
 end
 
@@ -414,7 +414,7 @@ local function pump_udx(self)
     if self.err or self.closed then return end
     local data, used, more = framer:feed_udx(h, READ_BATCH, self.mode ~= "bytes")
     if not self.header_in and data ~= nil then check_header(self) end
-    if (data == false or more == true) and framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
+    watch_buffers(self, data, more)
     if data == false then
       local ok, wmsg, wcode = raw:wait_readable()
       -- the raw stream was closed under us (by its own close or destroy)
