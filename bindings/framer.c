@@ -404,9 +404,25 @@ l_framer_feed_udx (lua_State *L) {
   return 1;
 }
 
+typedef struct {
+  ludx_ss_t *ss;
+  const uint8_t *msg;
+  size_t len;
+  int rc; // the cipher's code
+} seal_call_t;
+
+static int
+seal_in_place (void *ctx, uint8_t *buf, size_t len) {
+  seal_call_t *c = ctx;
+  c->rc = ludx_ss_encrypt(c->ss, c->msg, c->len, buf, len, NULL);
+  return c->rc < 0 ? UV_ECANCELED : 0;
+}
+
 // f:encrypt_udx(stream, plaintext) -> 1 below the stream's high-water
 // mark, 0 above it (the frame is queued either way) | nil, msg, code. One
 // frame, encrypted in C and queued on the udx stream with no Lua string.
+// A frame of FRAMER_KEEP or more is sealed straight into the send queue's
+// memory: no copy of it, and no frame-sized buffer here.
 static int
 l_framer_encrypt_udx (lua_State *L) {
   framer_t *f = check_framer(L);
@@ -416,12 +432,20 @@ l_framer_encrypt_udx (lua_State *L) {
   const char *msg = ludx_check_lstring(L, 3, "data", &len);
   if (st == NULL || closed)
     return ludx_push_error(L, "stream is closed", "EPIPE");
-  const uint8_t *frame;
-  size_t frame_len;
-  int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
-  if (rc < 0)
-    return ludx_push_crypto_error(L, rc);
-  int r = udx_stream_write(st, frame, frame_len);
+  int r;
+  if (len <= LUDX_SS_MAX_WRITE && ludx_ss_frame_size(len) >= FRAMER_KEEP) {
+    seal_call_t c = {.ss = &f->ss, .msg = (const uint8_t *) msg, .len = len, .rc = 0};
+    r = udx_stream_write_fill(st, ludx_ss_frame_size(len), seal_in_place, &c);
+    if (c.rc < 0)
+      return ludx_push_crypto_error(L, c.rc);
+  } else {
+    const uint8_t *frame;
+    size_t frame_len;
+    int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
+    if (rc < 0)
+      return ludx_push_crypto_error(L, rc);
+    r = udx_stream_write(st, frame, frame_len);
+  }
   if (r < 0)
     return ludx_push_uv_error(L, r);
   lua_pushinteger(L, r);

@@ -240,6 +240,37 @@ describe("secretstream over udx: frame buffers", function()
   end))
 end)
 
+describe("secretstream over udx: a large frame is sealed in the send queue", function()
+  -- frames from 256 KiB on are sealed straight into the udx send queue: the
+  -- sender keeps no frame-sized buffer and makes no copy of the frame
+  it("arrives whole, at every size around the line, with no sender buffer of its size", run(function()
+    local p = pair()
+    local sizes = { 256 * 1024 - 21, 256 * 1024 - 20, 256 * 1024, 300001, 4 * 1024 * 1024 } -- frame: size + 20
+    for i, n in ipairs(sizes) do
+      local data = string.rep(string.char(64 + i), n - 1) .. "!"
+      local reader = ludx.spawn("reader", function()
+        local parts = {}
+        local got = 0
+        while got < n do
+          local s, msg, code = p.y:read(nil, 20000)
+          if not s then return nil, msg, code end
+          parts[#parts + 1] = s
+          got = got + #s
+        end
+        return table.concat(parts)
+      end)
+      assert(p.x:write(data, 20000))
+      -- right after the write, before any trim: what frames below the line
+      -- use (up to 256 KiB), never the frame's size
+      assert.is_true(p.x:stats().buffer_bytes < 300000, "frame of " .. n .. ": sender buffer_bytes " .. p.x:stats().buffer_bytes)
+      assert.is_true(reader:join(30000) == data, "frame of " .. n .. " bytes")
+    end
+    assert(p.y:write("back"))
+    assert.are.equal("back", p.x:read(nil, 10000))
+    close(p)
+  end))
+end)
+
 describe("secretstream over udx: a large frame that came with the handshake", function()
   -- writes queued before the handshake go out with its last message: the
   -- receiver's first raw read holds the start of a large frame, which the

@@ -322,6 +322,18 @@ udx_stream_getpeername (udx_stream_t *stream, struct sockaddr_storage *out);
 int
 udx_stream_write (udx_stream_t *stream, const void *buf, size_t len);
 
+// Makes the next len bytes of the stream in place: fill(ctx, buf, len) must
+// write all len bytes at buf, which is the send queue's own memory, so a
+// large write (a sealed frame) needs no copy. Returns as udx_stream_write,
+// or fill's own negative return, with nothing queued then. Runs of 256 KiB
+// and more get a mapping of their own, returned to the system as the peer
+// acks them; shorter ones that cross a 16 KiB chunk are made in a buffer
+// and copied.
+typedef int (*udx_stream_fill_cb)(void *ctx, uint8_t *buf, size_t len);
+
+int
+udx_stream_write_fill (udx_stream_t *stream, size_t len, udx_stream_fill_cb fill, void *ctx);
+
 // Half-close: queues optional last bytes and END. on_finish once acked.
 int
 udx_stream_write_end (udx_stream_t *stream, const void *buf, size_t len);

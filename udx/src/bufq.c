@@ -1,5 +1,8 @@
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "bufq.h"
 #include "internal.h"
 
@@ -59,10 +62,59 @@ udx__bufq_init (udx_bufq_t *q, uint64_t off) {
   q->base = q->start = q->end = off;
 }
 
+// Released strides go back to the system in steps of this much.
+#define UDX_EXT_UNMAP_STEP (1024 * 1024)
+
+static size_t
+udx__page_size (void) {
+  static size_t page;
+  if (page == 0) {
+    long n = sysconf(_SC_PAGESIZE);
+    page = n > 0 ? (size_t) n : 4096;
+  }
+  return page;
+}
+
+static void
+udx__ext_free (udx_bufq_ext_t *e) {
+  if (e->map_len > e->unmapped)
+    munmap(e->map + e->unmapped, e->map_len - e->unmapped);
+  free(e);
+}
+
+// Unmaps what the released strides (the first `done` bytes of them) free,
+// in whole pages, once a step's worth has gathered.
+static void
+udx__ext_trim (udx_bufq_ext_t *e, uint64_t done) {
+  size_t page = udx__page_size();
+  size_t to = (size_t) (e->strides - e->map) + (size_t) done;
+  to -= to % page;
+  if (to > e->unmapped && to - e->unmapped >= UDX_EXT_UNMAP_STEP) {
+    munmap(e->map + e->unmapped, to - e->unmapped);
+    e->unmapped = to;
+  }
+}
+
+static bool
+udx__ext_owns (const udx_bufq_ext_t *e, uint64_t chunk_off) {
+  return chunk_off >= e->off && chunk_off < e->end_off;
+}
+
 void
 udx__bufq_destroy (udx_bufq_t *q, udx_pool_t *pool) {
+  udx__bufq_unreserve(q);
   for (uint32_t i = 0; i < q->n; i++) {
-    udx__freelist_put(&pool->chunks, q->chunks[(q->first + i) & (q->cap - 1)]);
+    uint64_t off = q->base + (uint64_t) i * UDX_CHUNK_SIZE;
+    bool ext = false;
+    for (udx_bufq_ext_t *e = q->ext; e && !ext; e = e->next)
+      ext = udx__ext_owns(e, off);
+    if (!ext)
+      udx__freelist_put(&pool->chunks, q->chunks[(q->first + i) & (q->cap - 1)]);
+  }
+  while (q->ext) {
+    udx_bufq_ext_t *e = q->ext;
+    q->ext = e->next;
+    udx__ext_free(e);
   }
   free(q->chunks);
   uint64_t end = q->end;
@@ -94,10 +146,15 @@ udx__bufq_at (const udx_bufq_t *q, uint64_t off, size_t *room) {
   return q->chunks[(q->first + i) & (q->cap - 1)] + in;
 }
 
-int
-udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len) {
-  // Make room first, so a failure appends nothing.
-  uint64_t capacity = q->base + (uint64_t) q->n * UDX_CHUNK_SIZE;
+static uint64_t
+udx__bufq_capacity (const udx_bufq_t *q) {
+  return q->base + (uint64_t) q->n * UDX_CHUNK_SIZE;
+}
+
+// Adds pool chunks until len more bytes fit; on failure adds none.
+static int
+udx__bufq_room (udx_bufq_t *q, udx_pool_t *pool, size_t len) {
+  uint64_t capacity = udx__bufq_capacity(q);
   uint32_t added = 0;
   while (capacity - q->end < len) {
     if (q->n == q->cap) {
@@ -113,8 +170,19 @@ udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len)
     added++;
     capacity += UDX_CHUNK_SIZE;
   }
+  return 0;
 
-  const uint8_t *src = data;
+fail:
+  while (added-- > 0) {
+    q->n--;
+    udx__freelist_put(&pool->chunks, q->chunks[(q->first + q->n) & (q->cap - 1)]);
+  }
+  return UDX_ERR_NOMEM;
+}
+
+// Copies into room made before.
+static void
+udx__bufq_copy_in (udx_bufq_t *q, const uint8_t *src, size_t len) {
   while (len > 0) {
     size_t room;
     uint8_t *dst = udx__bufq_at(q, q->end, &room);
@@ -124,14 +192,109 @@ udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len)
     len -= n;
     q->end += n;
   }
-  return 0;
+}
 
-fail:
-  while (added-- > 0) {
-    q->n--;
-    udx__freelist_put(&pool->chunks, q->chunks[(q->first + q->n) & (q->cap - 1)]);
+int
+udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len) {
+  int err = udx__bufq_room(q, pool, len);
+  if (err < 0)
+    return err;
+  udx__bufq_copy_in(q, data, len);
+  return 0;
+}
+
+int
+udx__bufq_reserve (udx_bufq_t *q, udx_pool_t *pool, size_t len, uint8_t **p) {
+  *p = NULL;
+  if (len < UDX_BUFQ_BLOCK_MIN) {
+    int err = udx__bufq_room(q, pool, len);
+    if (err < 0)
+      return err;
+    size_t room = 0;
+    if (len > 0)
+      *p = udx__bufq_at(q, q->end, &room);
+    if (len <= room)
+      return 0; // in place, in one chunk
+    // across chunks: made in a buffer, copied at commit
+    udx_bufq_ext_t *e = calloc(1, sizeof(*e) + len);
+    if (e == NULL)
+      return UDX_ERR_NOMEM;
+    e->strides = (uint8_t *) (e + 1);
+    q->resv = e;
+    *p = e->strides;
+    return 0;
   }
-  return UDX_ERR_NOMEM;
+
+  // A block: [pad][lead: the room left in the queue's chunks, copied to them
+  // at commit][strides], with the strides page aligned so that released ones
+  // can be unmapped.
+  uint64_t capacity = udx__bufq_capacity(q);
+  size_t lead = (size_t) (capacity - q->end);
+  size_t page = udx__page_size();
+  size_t nstr = (len - lead + UDX_CHUNK_SIZE - 1) / UDX_CHUNK_SIZE;
+  size_t pad = (page - lead % page) % page;
+  size_t size = pad + lead + nstr * UDX_CHUNK_SIZE;
+  size = (size + page - 1) / page * page;
+  while (q->cap - q->n < nstr) {
+    if (udx__bufq_grow_ring(q) < 0)
+      return UDX_ERR_NOMEM;
+  }
+  udx_bufq_ext_t *e = calloc(1, sizeof(*e));
+  if (e == NULL)
+    return UDX_ERR_NOMEM;
+  void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) {
+    free(e);
+    return UDX_ERR_NOMEM;
+  }
+  e->map = map;
+  e->map_len = size;
+  e->strides = e->map + pad + lead;
+  e->off = capacity;
+  e->end_off = capacity + (uint64_t) nstr * UDX_CHUNK_SIZE;
+  q->resv = e;
+  *p = e->map + pad;
+  return 0;
+}
+
+void
+udx__bufq_commit (udx_bufq_t *q, size_t len) {
+  udx_bufq_ext_t *e = q->resv;
+  if (e == NULL) {
+    q->end += len; // made in place
+    return;
+  }
+  q->resv = NULL;
+  if (e->map == NULL) {
+    udx__bufq_copy_in(q, e->strides, len); // room was made at reserve
+    free(e);
+    return;
+  }
+  size_t lead = (size_t) (e->off - q->end);
+  udx__bufq_copy_in(q, e->strides - lead, lead);
+  for (uint64_t off = e->off; off < e->end_off; off += UDX_CHUNK_SIZE) {
+    q->chunks[(q->first + q->n) & (q->cap - 1)] = e->strides + (off - e->off);
+    q->n++;
+  }
+  q->end += len - lead;
+  // The pad and the copied lead are not needed now.
+  e->unmapped = (size_t) (e->strides - e->map);
+  if (e->unmapped > 0)
+    munmap(e->map, e->unmapped);
+  udx_bufq_ext_t **tail = &q->ext;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = e;
+}
+
+void
+udx__bufq_unreserve (udx_bufq_t *q) {
+  udx_bufq_ext_t *e = q->resv;
+  q->resv = NULL;
+  if (e && e->map)
+    udx__ext_free(e);
+  else
+    free(e);
 }
 
 int
@@ -150,6 +313,25 @@ udx__bufq_iov (const udx_bufq_t *q, uint64_t off, size_t len, struct iovec *iov,
   return n;
 }
 
+// Drops the chunk at base: back to the pool, or unmapped with its block.
+static void
+udx__bufq_drop_first (udx_bufq_t *q, udx_pool_t *pool) {
+  udx_bufq_ext_t *e = q->ext;
+  if (e && udx__ext_owns(e, q->base)) {
+    if (q->base + UDX_CHUNK_SIZE >= e->end_off) {
+      q->ext = e->next;
+      udx__ext_free(e);
+    } else {
+      udx__ext_trim(e, q->base + UDX_CHUNK_SIZE - e->off);
+    }
+  } else {
+    udx__freelist_put(&pool->chunks, q->chunks[q->first]);
+  }
+  q->first = (q->first + 1) & (q->cap - 1);
+  q->n--;
+  q->base += UDX_CHUNK_SIZE;
+}
+
 void
 udx__bufq_release (udx_bufq_t *q, udx_pool_t *pool, uint64_t off) {
   if (off < q->start)
@@ -157,14 +339,13 @@ udx__bufq_release (udx_bufq_t *q, udx_pool_t *pool, uint64_t off) {
   if (off > q->end)
     off = q->end;
   q->start = off;
-  while (q->n > 0 && q->start - q->base >= UDX_CHUNK_SIZE) {
-    udx__freelist_put(&pool->chunks, q->chunks[q->first]);
-    q->first = (q->first + 1) & (q->cap - 1);
-    q->n--;
-    q->base += UDX_CHUNK_SIZE;
-  }
+  while (q->n > 0 && q->start - q->base >= UDX_CHUNK_SIZE)
+    udx__bufq_drop_first(q, pool);
   if (q->start == q->end && q->n == 1) {
-    // Empty: restart the single chunk at the current offset, keeping it.
+    // Empty: restart the single chunk at the current offset, keeping it,
+    // unless it is the last of a block (which would keep the block).
+    if (q->ext && udx__ext_owns(q->ext, q->base))
+      udx__bufq_drop_first(q, pool);
     q->base = q->start;
   }
 }

@@ -12,6 +12,9 @@
 #define UDX_CHUNK_SIZE 16384
 #define UDX_SLOT_SIZE  2048
 
+// Reserved runs of at least this many bytes get a block of their own.
+#define UDX_BUFQ_BLOCK_MIN (256 * 1024)
+
 // A free list of equally sized blocks; keeps at most max_free cached.
 typedef struct udx_freelist_s {
   void *head;
@@ -38,14 +41,29 @@ udx__freelist_get (udx_freelist_t *fl);
 void
 udx__freelist_put (udx_freelist_t *fl, void *p);
 
+// A block the send queue took in one piece (udx__bufq_reserve): its chunks
+// are 16 KiB strides of one mapping, returned to the system as they are
+// released instead of going to the pool.
+typedef struct udx_bufq_ext_s {
+  struct udx_bufq_ext_s *next;
+  uint8_t *map;     // the mapping (NULL: a short run's buffer, at strides)
+  size_t map_len;   // its size
+  size_t unmapped;  // bytes at its start already unmapped
+  uint8_t *strides; // first stride (page aligned)
+  uint64_t off;     // stream offset of the first stride
+  uint64_t end_off; // one past the last stride's capacity
+} udx_bufq_ext_t;
+
 typedef struct udx_bufq_s {
   uint8_t **chunks; // ring of chunk pointers
   uint32_t cap;     // power of two (or 0)
   uint32_t first;
   uint32_t n;
-  uint64_t base;  // stream offset of chunks[first][0]
-  uint64_t start; // first byte still held
-  uint64_t end;   // one past the last byte
+  uint64_t base;        // stream offset of chunks[first][0]
+  uint64_t start;       // first byte still held
+  uint64_t end;         // one past the last byte
+  udx_bufq_ext_t *ext;  // blocks with chunks in the ring, oldest first
+  udx_bufq_ext_t *resv; // a block reserved, not yet committed
 } udx_bufq_t;
 
 void
@@ -62,6 +80,23 @@ udx__bufq_len (const udx_bufq_t *q) {
 // Copies len bytes to the end. 0 or UDX_ERR_NOMEM (nothing appended then).
 int
 udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len);
+
+// A contiguous run of len bytes to be appended (the next bytes after end),
+// for a writer that makes its bytes in place: fill *p, then
+// udx__bufq_commit, or udx__bufq_unreserve to append nothing. Runs within
+// one chunk are in it; other short ones are in a buffer copied at commit;
+// from UDX_BUFQ_BLOCK_MIN on, a run gets a block of its own whose strides
+// become the queue's chunks at commit (no copy but the room left in the
+// chunks before it). 0 or UDX_ERR_NOMEM.
+int
+udx__bufq_reserve (udx_bufq_t *q, udx_pool_t *pool, size_t len, uint8_t **p);
+
+// len: as reserved.
+void
+udx__bufq_commit (udx_bufq_t *q, size_t len);
+
+void
+udx__bufq_unreserve (udx_bufq_t *q);
 
 // Describes [off, off+len) (which must be held) as iovecs; returns the count
 // used (at most max; the range is cut short if more would be needed).

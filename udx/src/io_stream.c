@@ -129,6 +129,28 @@ udx_stream_write (udx_stream_t *s, const void *buf, size_t len) {
   return udx__uv_err(udx__stream_write(s, buf, len, false, udx__now()));
 }
 
+typedef struct {
+  udx_stream_fill_cb fill;
+  void *ctx;
+  int err; // fill's own code, returned as it is
+} udx_fill_call_t;
+
+static int
+udx__fill_call (void *ctx, uint8_t *buf, size_t len) {
+  udx_fill_call_t *c = ctx;
+  c->err = c->fill(c->ctx, buf, len);
+  return c->err < 0 ? UDX_ERR_CANCELED : 0;
+}
+
+int
+udx_stream_write_fill (udx_stream_t *s, size_t len, udx_stream_fill_cb fill, void *ctx) {
+  if (fill == NULL)
+    return UV_EINVAL;
+  udx_fill_call_t c = {.fill = fill, .ctx = ctx, .err = 0};
+  int r = udx__stream_write_fill(s, len, udx__fill_call, &c, udx__now());
+  return c.err < 0 ? c.err : udx__uv_err(r);
+}
+
 int
 udx_stream_write_end (udx_stream_t *s, const void *buf, size_t len) {
   if (buf == NULL && len > 0)

@@ -267,21 +267,25 @@ udx__stream_check_close (udx_stream_t *s) {
     udx__stream_close(s, 0);
 }
 
-int
-udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint64_t now) {
+static int
+udx__stream_write_check (udx_stream_t *s, uint64_t now) {
   if (udx__stream_dead(s))
     return UDX_ERR_NOTCONN;
   if (s->status & UDX_S_ENDING)
     return UDX_ERR_PIPE;
   udx__stream_clock(s, now);
+  return 0;
+}
 
-  bool was_idle = s->snd_una == s->snd_nxt && s->sndq.end == s->snd_pkt_off;
+static bool
+udx__stream_idle (const udx_stream_t *s) {
+  return s->snd_una == s->snd_nxt && s->sndq.end == s->snd_pkt_off;
+}
 
-  if (len > 0) {
-    int err = udx__bufq_append(&s->sndq, s->pool, buf, len);
-    if (err < 0)
-      return err;
-  }
+// After bytes (or the END) were queued: probe a zero window, wake the
+// host, and say whether the queue is above the high-water mark.
+static int
+udx__stream_queued (udx_stream_t *s, bool was_idle, bool end, uint64_t now) {
   if (end) {
     s->status |= UDX_S_ENDING;
     s->end_off = s->sndq.end;
@@ -302,6 +306,41 @@ udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint6
     return 0;
   }
   return 1;
+}
+
+int
+udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint64_t now) {
+  int err = udx__stream_write_check(s, now);
+  if (err < 0)
+    return err;
+  bool was_idle = udx__stream_idle(s);
+  if (len > 0) {
+    err = udx__bufq_append(&s->sndq, s->pool, buf, len);
+    if (err < 0)
+      return err;
+  }
+  return udx__stream_queued(s, was_idle, end, now);
+}
+
+int
+udx__stream_write_fill (udx_stream_t *s, size_t len, udx_stream_fill_cb fill, void *ctx, uint64_t now) {
+  int err = udx__stream_write_check(s, now);
+  if (err < 0)
+    return err;
+  bool was_idle = udx__stream_idle(s);
+  if (len > 0) {
+    uint8_t *p;
+    err = udx__bufq_reserve(&s->sndq, s->pool, len, &p);
+    if (err < 0)
+      return err;
+    err = fill(ctx, p, len);
+    if (err < 0) {
+      udx__bufq_unreserve(&s->sndq);
+      return err;
+    }
+    udx__bufq_commit(&s->sndq, len);
+  }
+  return udx__stream_queued(s, was_idle, false, now);
 }
 
 int

@@ -333,6 +333,11 @@ udx__stream_deadline (const udx_stream_t *s);
 int
 udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint64_t now);
 
+// Queues len bytes that fill writes in place, in the send queue's own
+// memory; a negative return from fill queues nothing and is returned.
+int
+udx__stream_write_fill (udx_stream_t *s, size_t len, udx_stream_fill_cb fill, void *ctx, uint64_t now);
+
 int
 udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t now);
 

@@ -269,10 +269,32 @@ on_readable (udx_stream_t *s) {
     sim_app_drain_reader(s);
 }
 
+static int
+sim_app_fill (void *ctx, uint8_t *buf, size_t len) {
+  sim_app_t *a = ctx;
+  for (size_t i = 0; i < len; i++)
+    buf[i] = test_byte(a->seed, a->written + i);
+  return 0;
+}
+
+// Sizes of in-place writes: within a chunk, across one, and blocks of
+// their own that start at every kind of offset.
+static const size_t sim_fill_sizes[] = {3, 70000, 16384, 1 << 20, 1, 300001, 16383, (2 << 20) + 5, 40000};
+
 void
 sim_app_pump (udx_stream_t *s) {
   sim_app_t *a = sim_app(s);
   static uint8_t buf[65536];
+  while (a->fill && a->written < a->to_write) {
+    uint64_t left = a->to_write - a->written;
+    size_t want = sim_fill_sizes[a->fills++ % (sizeof(sim_fill_sizes) / sizeof(sim_fill_sizes[0]))];
+    size_t n = left < want ? (size_t) left : want;
+    int r = udx__stream_write_fill(s, n, sim_app_fill, a, a->sim->now);
+    CHECK(r >= 0);
+    a->written += n;
+    if (r == 0)
+      return;
+  }
   while (a->written < a->to_write) {
     uint64_t left = a->to_write - a->written;
     size_t n = left < a->chunk ? (size_t) left : a->chunk;

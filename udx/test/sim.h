@@ -52,6 +52,8 @@ typedef struct sim_app_s {
   bool end_after;
   bool ended;
   size_t chunk;
+  bool fill;      // writes made in place (udx__stream_write_fill), of mixed sizes
+  uint32_t fills; // how many
   // reader
   uint64_t read_seed;
   uint64_t read;

@@ -222,7 +222,120 @@ test_no_alloc_per_packet (void) {
   sim_destroy(&sim);
 }
 
+// Writes made in place (udx_stream_write_fill) of every size, through loss:
+// blocks of their own reach the peer whole, as the peer acks them they are
+// unmapped, and the queue ends with none.
+static void
+test_write_fill (void) {
+  sim_t sim;
+  sim_init(&sim, 10);
+  sim.link[0].rate = 12500000;
+  sim.link[0].queue_bytes = 200000;
+  sim.link[0].loss = 0.02;
+  sim.link[1].loss = 0.02;
+  pair_t p = pair(&sim);
+  sim_app(p.a)->fill = true;
+  uint64_t total = 24 << 20;
+  sim_app_expect(p.b, 78, total);
+  sim_app_write(p.a, 78, total, false);
+  CHECK(p.a->sndq.ext != NULL);
+  // a block's released strides are unmapped before the block ends
+  bool trimmed = false;
+  for (int i = 0; i < 4000 && sim_app(p.b)->read < total; i++) {
+    sim_advance(&sim, 5000);
+    for (udx_bufq_ext_t *e = p.a->sndq.ext; e; e = e->next)
+      trimmed = trimmed || e->unmapped > (size_t) (e->strides - e->map);
+  }
+  CHECK(trimmed);
+  CHECK_EQ(sim_app(p.b)->read, total);
+  CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
+  CHECK(p.a->stats.retransmits > 50);
+  sim_app_write(p.a, 0, 0, true);
+  sim_app_write(p.b, 0, 0, true);
+  CHECK(sim_run(&sim, both_closed, &p, 30 * UDX_US_PER_S));
+  CHECK(p.a->sndq.ext == NULL);
+  sim_destroy(&sim);
+}
+
+// The queue alone: a reserved run spans the last chunk's rest and a block;
+// unreserve and destroy give everything back.
+static void
+test_bufq_reserve (void) {
+  udx_pool_t pool;
+  udx__pool_init(&pool);
+  udx_bufq_t q;
+  udx__bufq_init(&q, 1000);
+  uint8_t small[5000];
+  for (size_t i = 0; i < sizeof(small); i++)
+    small[i] = test_byte(3, i);
+  CHECK_EQ(udx__bufq_append(&q, &pool, small, sizeof(small)), 0);
+  uint8_t *p;
+  // fits the last chunk: in place
+  CHECK_EQ(udx__bufq_reserve(&q, &pool, 100, &p), 0);
+  CHECK(q.resv == NULL);
+  for (size_t i = 0; i < 100; i++)
+    p[i] = test_byte(3, 5000 + i);
+  udx__bufq_commit(&q, 100);
+  // across chunks, short: a buffer, copied
+  CHECK_EQ(udx__bufq_reserve(&q, &pool, 20000, &p), 0);
+  CHECK(q.resv != NULL && q.resv->map == NULL);
+  for (size_t i = 0; i < 20000; i++)
+    p[i] = test_byte(3, 5100 + i);
+  udx__bufq_commit(&q, 20000);
+  CHECK(q.resv == NULL && q.ext == NULL);
+  // a block: 300000 bytes from stream offset 26100, 6668 of them in the
+  // last chunk
+  size_t big = 300000;
+  CHECK_EQ(udx__bufq_reserve(&q, &pool, big, &p), 0);
+  CHECK(q.resv != NULL && q.resv->map != NULL);
+  for (size_t i = 0; i < big; i++)
+    p[i] = test_byte(3, 25100 + i);
+  udx__bufq_commit(&q, big);
+  CHECK(q.resv == NULL && q.ext != NULL);
+  CHECK_EQ(udx__bufq_len(&q), 325100);
+  // appends after it go on in the block's last stride
+  CHECK_EQ(udx__bufq_append(&q, &pool, small, 10), 0);
+  // every byte where it belongs
+  uint64_t h = 0, want = 0;
+  for (uint64_t off = q.start; off < q.end;) {
+    struct iovec iov[4];
+    int n = udx__bufq_iov(&q, off, (size_t) (q.end - off), iov, 4);
+    for (int k = 0; k < n; k++) {
+      h = test_hash(h, iov[k].iov_base, iov[k].iov_len);
+      off += iov[k].iov_len;
+    }
+  }
+  uint8_t b;
+  for (size_t i = 0; i < 325100; i++) {
+    b = test_byte(3, i);
+    want = test_hash(want, &b, 1);
+  }
+  want = test_hash(want, small, 10);
+  CHECK(h == want);
+  // a reservation given back leaves nothing
+  CHECK_EQ(udx__bufq_reserve(&q, &pool, 1 << 20, &p), 0);
+  udx__bufq_unreserve(&q);
+  CHECK(q.resv == NULL);
+  CHECK_EQ(udx__bufq_len(&q), 325110);
+  // released in part, then all: the block goes with its last stride
+  udx__bufq_release(&q, &pool, 1000 + 50000);
+  CHECK(q.ext != NULL);
+  udx__bufq_release(&q, &pool, q.end);
+  CHECK(q.ext == NULL);
+  CHECK_EQ(q.n, 0);
+  CHECK_EQ(udx__bufq_append(&q, &pool, small, sizeof(small)), 0);
+  CHECK_EQ(udx__bufq_reserve(&q, &pool, 400000, &p), 0);
+  memset(p, 7, 400000);
+  udx__bufq_commit(&q, 400000);
+  CHECK(q.ext != NULL);
+  udx__bufq_destroy(&q, &pool);
+  CHECK(q.ext == NULL && q.n == 0);
+  udx__pool_destroy(&pool);
+}
+
 static const test_case_t cases[] = {
+    {"bufq_reserve", test_bufq_reserve},
+    {"write_fill", test_write_fill},
     {"no_alloc_per_packet", test_no_alloc_per_packet},
     {"small", test_small},
     {"clean_1mb", test_clean_1mb},
