@@ -36,19 +36,28 @@ check_framer (lua_State *L) {
   return ludx_check_open(L, 1, FRAMER_MT, "framer");
 }
 
+// Grows to need or more (doubling), never past limit (>= need): a frame
+// being gathered gets at most its own size.
 static int
-grow (uint8_t **p, size_t *cap, size_t need) {
+grow_to (uint8_t **p, size_t *cap, size_t need, size_t limit) {
   if (*cap >= need)
     return 0;
   size_t n = *cap * 2 > need ? *cap * 2 : need;
   if (n < 256)
     n = 256;
+  if (n > limit)
+    n = limit;
   uint8_t *q = realloc(*p, n);
   if (q == NULL)
     return LUDX_CRYPTO_ENOMEM;
   *p = q;
   *cap = n;
   return 0;
+}
+
+static int
+grow (uint8_t **p, size_t *cap, size_t need) {
+  return grow_to(p, cap, need, SIZE_MAX);
 }
 
 // Appends plaintext to f->out; on failure f->out is emptied.
@@ -304,6 +313,27 @@ l_framer_feed_udx (lua_State *L) {
     while (in_len > 0 && !got && !full) {
       if (f->glen == 0 && e - 1 >= max)
         break;
+      if (ludx_ss_begun(&f->ss)) {
+        // a data frame begun by feed() (it came with the handshake): gathered
+        // here from now on, so it is not held twice (the decoder's frame
+        // and plaintext, and its copy here: 3 x 16 MiB at most)
+        if (e > 1) {
+          full = 1; // the next call takes it, at the start of f->out
+          break;
+        }
+        uint32_t flen;
+        const uint8_t *have;
+        size_t n;
+        ludx_ss_take_begun(&f->ss, &flen, &have, &n);
+        if ((rc = grow_to(&f->out, &f->out_cap, n > 0 ? n : 1, flen)) < 0)
+          break;
+        memcpy(f->out, have, n);
+        ludx_ss_trim_read(&f->ss, FRAMER_KEEP);
+        under = 0;
+        f->glen = flen;
+        f->ghave = (uint32_t) n; // < flen: the decoder opens a frame once whole
+        continue;
+      }
       if (!ludx_ss_direct(&f->ss)) {
         // the id/header frame, or a frame begun by feed(): the decoder's way
         const uint8_t *out;
@@ -341,7 +371,7 @@ l_framer_feed_udx (lua_State *L) {
         f->ghave = 0;
       }
       size_t take = f->glen - f->ghave < in_len ? f->glen - f->ghave : in_len;
-      if ((rc = grow(&f->out, &f->out_cap, e - 1 + f->ghave + take)) < 0)
+      if ((rc = grow_to(&f->out, &f->out_cap, e - 1 + f->ghave + take, e - 1 + f->glen)) < 0)
         break;
       memcpy(f->out + e - 1 + f->ghave, in, take);
       f->ghave += take;

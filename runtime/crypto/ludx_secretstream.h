@@ -126,6 +126,16 @@ int
 ludx_ss_next_length (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, uint32_t *len);
 int
 ludx_ss_open_in_place (ludx_ss_t *ss, uint8_t *frame, uint32_t len, size_t *plain_len);
+/* A data frame ludx_ss_read has begun (its length read, part of its body
+ * perhaps buffered) handed to a caller that gathers frames itself, so that
+ * the frame is not gathered twice. ludx_ss_begun: there is one.
+ * ludx_ss_take_begun: gives its L and the have_len bytes of its body so far
+ * (at *have, valid until the next call on ss; copy them), and leaves the
+ * decoder direct; 1, or 0 if there was none. */
+bool
+ludx_ss_begun (const ludx_ss_t *ss);
+int
+ludx_ss_take_begun (ludx_ss_t *ss, uint32_t *len, const uint8_t **have, size_t *have_len);
 /* 1 once the peer's id/header frame has been accepted. */
 bool
 ludx_ss_ready (const ludx_ss_t *ss);

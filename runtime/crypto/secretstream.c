@@ -309,6 +309,24 @@ ludx_ss_direct (const ludx_ss_t *ss) {
   return ss->state == SS_DATA && ss->buf_len == 0 && ss->prefix_have < LUDX_SS_PREFIXBYTES;
 }
 
+bool
+ludx_ss_begun (const ludx_ss_t *ss) {
+  return ss->state == SS_DATA && ss->prefix_have == LUDX_SS_PREFIXBYTES;
+}
+
+int
+ludx_ss_take_begun (ludx_ss_t *ss, uint32_t *len, const uint8_t **have, size_t *have_len) {
+  if (ss == NULL || len == NULL || have == NULL || have_len == NULL || !ludx_ss_begun(ss))
+    return 0;
+  *len = ss->frame_len; /* checked when its prefix was read (A.2) */
+  *have = ss->buf;
+  *have_len = ss->buf_len;
+  ss->prefix_have = 0;
+  ss->frame_len = 0;
+  ss->buf_len = 0;
+  return 1;
+}
+
 int
 ludx_ss_next_length (ludx_ss_t *ss, const uint8_t **in, size_t *in_len, uint32_t *len) {
   if (ss == NULL || in == NULL || in_len == NULL || (*in == NULL && *in_len > 0) || len == NULL)

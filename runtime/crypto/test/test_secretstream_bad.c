@@ -437,4 +437,48 @@ misuse (void) {
   ludx_ss_destroy(NULL);
 }
 
-TEST_MAIN({"flip_every_bit", flip_every_bit}, {"truncated", truncated}, {"prefix_reserves_nothing", prefix_reserves_nothing}, {"lengths", lengths}, {"replay_reorder", replay_reorder}, {"bad_header", bad_header}, {"keepalive", keepalive}, {"unordered_bad", unordered_bad}, {"misuse", misuse})
+/* A frame the decoder began is taken over by a caller that gathers frames
+ * itself: its length and the bytes so far come out, the decoder is direct
+ * after, and the frame opens in place with the rest added. */
+static void
+take_begun (void) {
+  pair_t p;
+  pair_start(&p, true);
+  uint8_t msg[3000], frame[3100];
+  for (size_t i = 0; i < sizeof(msg); i++)
+    msg[i] = (uint8_t) (i * 7);
+  size_t flen;
+  CHECK_OK(ludx_ss_encrypt(&p.a, msg, sizeof(msg), frame, sizeof(frame), &flen));
+  uint32_t len;
+  const uint8_t *have;
+  size_t have_len;
+  CHECK(!ludx_ss_begun(&p.b));
+  CHECK(ludx_ss_take_begun(&p.b, &len, &have, &have_len) == 0);
+  /* the prefix and 1000 bytes of the body through the decoder */
+  const uint8_t *in = frame, *out;
+  size_t in_len = 1003, out_len;
+  CHECK_RC(ludx_ss_read(&p.b, &in, &in_len, &out, &out_len), LUDX_SS_NEED_MORE);
+  CHECK(ludx_ss_begun(&p.b) && !ludx_ss_direct(&p.b));
+  CHECK(ludx_ss_take_begun(&p.b, &len, &have, &have_len) == 1);
+  CHECK(len == flen - 3 && have_len == 1000);
+  uint8_t body[3100];
+  memcpy(body, have, have_len);
+  CHECK(ludx_ss_direct(&p.b) && !ludx_ss_begun(&p.b));
+  memcpy(body + 1000, frame + 1003, flen - 1003);
+  size_t plain;
+  CHECK_OK(ludx_ss_open_in_place(&p.b, body, len, &plain));
+  CHECK(plain == sizeof(msg) && memcmp(body + 1, msg, plain) == 0);
+  /* only the prefix read: nothing of the body yet */
+  CHECK_OK(ludx_ss_encrypt(&p.a, msg, 10, frame, sizeof(frame), &flen));
+  in = frame;
+  in_len = 3;
+  CHECK_RC(ludx_ss_read(&p.b, &in, &in_len, &out, &out_len), LUDX_SS_NEED_MORE);
+  CHECK(ludx_ss_take_begun(&p.b, &len, &have, &have_len) == 1);
+  CHECK(len == flen - 3 && have_len == 0);
+  memcpy(body, frame + 3, len);
+  CHECK_OK(ludx_ss_open_in_place(&p.b, body, len, &plain));
+  CHECK(plain == 10 && memcmp(body + 1, msg, 10) == 0);
+  pair_destroy(&p);
+}
+
+TEST_MAIN({"take_begun", take_begun}, {"flip_every_bit", flip_every_bit}, {"truncated", truncated}, {"prefix_reserves_nothing", prefix_reserves_nothing}, {"lengths", lengths}, {"replay_reorder", replay_reorder}, {"bad_header", bad_header}, {"keepalive", keepalive}, {"unordered_bad", unordered_bad}, {"misuse", misuse})
