@@ -7,6 +7,7 @@ local secretstream = require "ludx.secretstream"
 local dht = require "ludx.dht"
 local swarm = require "ludx.swarm"
 local pipe = require "ludx.pipe"
+local tcp = require "ludx.tcp"
 local H = require "helper"
 local run = H.run
 
@@ -128,6 +129,21 @@ describe("every waiter wakes with a code", function()
       assert.are.same({ nil, "stream is closed", "ECANCELED" }, { p:read() })
       assert.are.same({ nil, "stream is closed", "ECANCELED" }, { p:write("x") })
       assert.are.same({ nil, "stream is closed", "ECANCELED" }, { p:finish() })
+    end))
+
+    it("tcp connection:" .. how .. "()", run(function()
+      local server = assert(tcp.listen("127.0.0.1", 0))
+      local _, port = server:address()
+      local c = assert(tcp.connect("127.0.0.1", port, T))
+      local s = assert(server:accept(T))
+      local got = ended(c, how, { read = function() return c:read(nil, T) end })
+      assert.are.same({ nil, "connection is closed", "ECANCELED" }, got.read)
+      assert.are.same({ nil, "connection is closed", "ECANCELED" }, { c:read() })
+      assert.are.same({ nil, "connection is closed", "ECANCELED" }, { c:write("x") })
+      assert.are.same({ nil, "connection is closed", "ECANCELED" }, { c:finish() })
+      assert.is_nil((s:read(nil, T))) -- the peer reads the end
+      s:close()
+      server:close()
     end))
 
     it("swarm:" .. how .. "() during a join that cannot finish", run(function()
