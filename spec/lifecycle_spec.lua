@@ -6,6 +6,8 @@ local udx = require "ludx.udx"
 local secretstream = require "ludx.secretstream"
 local dht = require "ludx.dht"
 local swarm = require "ludx.swarm"
+local pipe = require "ludx.pipe"
+local tcp = require "ludx.tcp"
 local H = require "helper"
 local run = H.run
 
@@ -109,6 +111,39 @@ describe("every waiter wakes with a code", function()
       y:close()
       a:close()
       b:close()
+    end))
+
+    -- one code for our own end across stream types: ECANCELED, as a udx
+    -- stream gives; EPIPE and EOF stay what the peer's end gives
+    it("pipe end:" .. how .. "()", run(function()
+      local p, q = pipe.pair({ highwater = 4 })
+      local got = ended(p, how, {
+        read = function() return p:read(nil, T) end,
+        write = function() return p:write("more than four", T) end, -- q reads nothing
+      })
+      assert.are.same({ nil, "stream is closed", "ECANCELED" }, got.read)
+      -- after a close its bytes were the peer's to read (ended() then
+      -- destroys p too, which drops them)
+      assert.are.same(how == "close" and { true } or { nil, "stream is closed", "ECANCELED" }, got.write)
+      assert.are.same({ nil, "connection reset by peer", "ECONNRESET" }, { q:read() })
+      assert.are.same({ nil, "stream is closed", "ECANCELED" }, { p:read() })
+      assert.are.same({ nil, "stream is closed", "ECANCELED" }, { p:write("x") })
+      assert.are.same({ nil, "stream is closed", "ECANCELED" }, { p:finish() })
+    end))
+
+    it("tcp connection:" .. how .. "()", run(function()
+      local server = assert(tcp.listen("127.0.0.1", 0))
+      local _, port = server:address()
+      local c = assert(tcp.connect("127.0.0.1", port, T))
+      local s = assert(server:accept(T))
+      local got = ended(c, how, { read = function() return c:read(nil, T) end })
+      assert.are.same({ nil, "connection is closed", "ECANCELED" }, got.read)
+      assert.are.same({ nil, "connection is closed", "ECANCELED" }, { c:read() })
+      assert.are.same({ nil, "connection is closed", "ECANCELED" }, { c:write("x") })
+      assert.are.same({ nil, "connection is closed", "ECANCELED" }, { c:finish() })
+      assert.is_nil((s:read(nil, T))) -- the peer reads the end
+      s:close()
+      server:close()
     end))
 
     it("swarm:" .. how .. "() during a join that cannot finish", run(function()

@@ -446,6 +446,46 @@ describe("ludx.swarm", function()
     tn:destroy()
   end, 90000))
 
+  it("flush waits for a queued peer whose client slot is held by a lingering stream", run(function()
+    local tn = assert(dht.testnet(4))
+    local t1, t2 = dht.hash("swarm spec flush linger 1"), dht.hash("swarm spec flush linger 2")
+    -- s1 holds its end (no END) until told: a's closed stream lingers
+    local release = ludx.waiters()
+    local s1 = new_swarm(tn, { keypair = dht.keypair(seed(60)) })
+    s1:on_connection(function() release:wait("released", 60000) end)
+    assert(s1:join(t1, { server = true, client = false }):flushed(20000))
+    local s2 = new_swarm(tn, { keypair = dht.keypair(seed(61)) })
+    s2:on_connection(function(conn) while conn:read() do end end)
+    assert(s2:join(t2, { server = true, client = false }):flushed(20000))
+    local a = new_swarm(tn, { keypair = dht.keypair(seed(62)), max_client_connections = 1, finish_timeout = 60000,
+      backoffs = { 100000, 100000, 100000, 100000 } })
+    a:on_connection(function() end) -- then the swarm closes it
+    assert(a:join(t1, { server = false, client = true }):flushed(20000))
+    assert(a:flush(20000))
+    eventually(function() return a:stats().lingering == 1 end, "a's stream to s1 lingers")
+    assert.equals(1, a.client_connections)
+    -- s2 is found and queued: the one slot is s1's lingering stream's
+    local session = a:join(t2, { server = false, client = true })
+    assert(a.discoveries[t2]:flushed(20000)) -- the lookup only
+    assert.equals(1, a:stats().queued)
+    local flusher = ludx.spawn("flush", function()
+      local ok, msg, code = a:flush(60000)
+      return ok, msg, code, a:stats().queued
+    end)
+    local flushed = ludx.spawn("flushed", function() return session:flushed(60000), a:stats().queued end)
+    for _ = 1, 5 do ludx.yield() end
+    -- s2 still waits for the slot
+    assert.equals("waiting", flusher.state)
+    assert.equals("waiting", flushed.state)
+    -- s1 ends its half: a's stream closes, the slot frees, s2 is dialed
+    release:wake_all(true)
+    assert.are.same({ true, nil, nil, 0 }, { flusher:join(60000) })
+    assert.are.same({ true, 0 }, { flushed:join(60000) })
+    eventually(function() return a:stats().client_opened == 2 end, "a's connection to s2")
+    for _, s in ipairs({ a, s1, s2 }) do s:destroy() end
+    tn:destroy()
+  end, 90000))
+
   it("a close that waits for a writer still ends gracefully: the peer gets every byte, then EOF", run(function()
     local tn = assert(dht.testnet(4))
     -- the handler's own close has a longer timeout than the swarm's

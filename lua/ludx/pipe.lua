@@ -14,6 +14,9 @@
 --                             then EOF; what it writes later is dropped
 --   a:destroy()               the peer gets ECONNRESET (buffered bytes are
 --                             dropped), as after a udx DESTROY
+-- After our own close or destroy every call of this end (and a read
+-- waiting) gets nil, "stream is closed", "ECANCELED", as a udx stream's do;
+-- EOF and ECONNRESET are what the peer's end gives.
 --   a:stats()                 {bytes_written, bytes_read, writes, reads}
 local ludx = require "ludx"
 
@@ -47,6 +50,11 @@ end
 
 local check = require "ludx.check"
 local deadline_of, left = check.deadline, check.left
+
+-- what every call of an end we closed (or destroyed) returns
+local function closed()
+  return nil, "stream is closed", "ECANCELED"
+end
 
 local function take(self, max)
   local chunk = self.chunk
@@ -87,7 +95,7 @@ function End:read(max, timeout)
   local deadline = deadline_of(timeout)
   self.reading = true
   while true do
-    if self.closed then self.reading = false return nil, "stream is closed", "EPIPE" end
+    if self.closed then self.reading = false return closed() end
     if self.reset then self.reading = false return nil, "connection reset by peer", "ECONNRESET" end
     if self.bytes > 0 then
       self.reading = false
@@ -102,7 +110,7 @@ end
 function End:write(data, timeout)
   if type(data) ~= "string" then error("bad argument 'data' to 'write' (string expected, got " .. type(data) .. ")", 2) end
   ludx.check_timeout(timeout, "write")
-  if self.closed then return nil, "stream is closed", "EPIPE" end
+  if self.closed then return closed() end
   if self.finished then return nil, "write after finish", "EPIPE" end
   if self.reset then return nil, "connection reset by peer", "ECONNRESET" end
   local peer = self.peer
@@ -119,14 +127,16 @@ function End:write(data, timeout)
     local ok, msg, code = self.writers:wait("pipe drain", left(deadline), "write")
     if ok == nil and code then return nil, msg, code end
   end
-  if self.closed then return nil, "stream is closed", "EPIPE" end
+  -- our graceful close leaves the bytes with the peer, who reads them
+  if self.closed and not self.destroyed then return true end
+  if self.closed then return closed() end
   if self.reset then return nil, "connection reset by peer", "ECONNRESET" end
   return true
 end
 
 function End:finish(timeout)
   ludx.check_timeout(timeout, "finish")
-  if self.closed then return nil, "stream is closed", "EPIPE" end
+  if self.closed then return closed() end
   if self.reset then return nil, "connection reset by peer", "ECONNRESET" end
   self.finished = true
   self.peer.eof = true
@@ -144,8 +154,9 @@ end
 
 --- Graceful close: the peer reads what is buffered for it, then EOF;
 -- what it writes from now on is dropped (as a lingering udx close acks and
--- drops). Our own waiting readers and writers get "stream is closed",
--- EPIPE. Idempotent.
+-- drops). Our own waiting readers, and every later call, get "stream is
+-- closed", ECANCELED; a writer waiting for room returns true (its bytes
+-- are the peer's to read). Idempotent.
 function End:close()
   if self.closed then return true end
   self.closed = true
@@ -157,7 +168,8 @@ function End:close()
 end
 
 --- Abortive close: the peer gets ECONNRESET and loses what was buffered
--- for it (as after a udx DESTROY). Idempotent.
+-- for it (as after a udx DESTROY); our waiting calls and every later one
+-- get "stream is closed", ECANCELED. Idempotent.
 function End:destroy()
   if self.closed and self.destroyed then return true end
   self.closed, self.destroyed = true, true

@@ -17,6 +17,13 @@ local bad_arg = check.fail
 local Conn = {}
 Conn.__index = Conn
 
+-- Every call after our own close, and a call waiting at it, as a udx
+-- stream's: ECANCELED (what the peer's end gives is EOF, or EPIPE from a
+-- write).
+local function closed()
+  return nil, "connection is closed", "ECANCELED"
+end
+
 local function new_conn(h, ref_obj)
   local c = ref_obj or setmetatable({}, Conn)
   c.readers, c.writers, c.events = ludx.waiters(), ludx.waiters(), ludx.waiters()
@@ -68,7 +75,7 @@ function Conn:read(max, timeout)
   timeout = ludx.check_timeout(timeout, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end
   while true do
-    if self.closed then return nil, "connection is closed", "EPIPE" end
+    if self.closed then return closed() end
     local data, msg, code = self.h:take(max)
     if data then return data end
     if data == nil then return nil, msg, code end
@@ -84,7 +91,7 @@ function Conn:write(data, timeout)
   if type(data) ~= "string" then bad_arg("data", "write", "string", type(data)) end
   timeout = ludx.check_timeout(type(timeout) == "table" and timeout.timeout or timeout, "write")
   if self.writing then return nil, "busy writing", "EBUSY" end
-  if self.closed then return nil, "connection is closed", "EPIPE" end
+  if self.closed then return closed() end
   local r, msg, code = self.h:write(data)
   if r == nil then return nil, msg, code end
   if r == 0 then
@@ -99,7 +106,7 @@ end
 --- Ends our half (FIN) after the queued bytes; waits until it is sent.
 function Conn:finish(timeout)
   timeout = ludx.check_timeout(timeout, "finish")
-  if self.closed then return nil, "connection is closed", "EPIPE" end
+  if self.closed then return closed() end
   if self.shutdown_status == nil then
     local ok, msg, code = self.h:shutdown()
     if not ok then return nil, msg, code end
@@ -118,7 +125,7 @@ function Conn:close()
   ludx.untrack(self)
   self.h:close()
   self.readers:wake_all(true)
-  self.writers:wake_all(nil, "connection is closed", "EPIPE")
+  self.writers:wake_all(closed())
   self.events:wake_all(true)
   return true
 end

@@ -565,7 +565,11 @@ end
 -- are acked and dropped, the stream closes (is_closed, wait_closed) when
 -- the peer's END arrives, and is reset if that is not within timeout ms
 -- of the call. destroy() cuts it short. Idempotent: a stream that failed
--- before the peer acked our END returns that error to every close.
+-- before the peer acked our END returns that error to every close. A
+-- stream that never connected (no connect(), or a failed one) closes at
+-- once: true when nothing was written, else (its bytes are dropped)
+-- nil, msg, "ENOTCONN", in a task or not, as for waiting writers and
+-- finish.
 function Stream:close(timeout)
   timeout = timeout_arg(timeout, "close")
   if self.closed or self.destroyed then
@@ -576,14 +580,14 @@ function Stream:close(timeout)
   end
   local in_task = ludx.in_task()
   local ms = math.min(math.max(0, math.ceil(timeout or M.CLOSE_TIMEOUT)), 4294967295)
-  if not self.shut then
+  local first, connected = not self.shut, self.h:remote_address() ~= nil
+  if first then
     self.shut = true
     -- a write in pieces under way is queued whole now: its bytes go out
     -- before the END
     take_rest(self)
     wake(self, "readers", nil, "stream is closed", "ECANCELED")
     wake(self, "messages", nil, "stream is closed", "ECANCELED")
-    wake(self, "writers", true) -- every byte they wrote is queued
   end
   -- every call: a shorter timeout than the first close's wins (in C)
   local r, msg, code = self.h:close(ms)
@@ -591,7 +595,21 @@ function Stream:close(timeout)
     self.h:destroy()
     return nil, msg, code
   end
-  if not self.closed then linger_track(self) end
+  if first then
+    -- a stream that never connected closes at once (in C), dropping what
+    -- was written: that is a failure, as a reset is (the engine's close
+    -- brought its count of unacked bytes up to date)
+    if not connected and self.statsp[0].write_queued > 0 then
+      self.err_msg, self.err_code = "stream never connected: written bytes not delivered", "ENOTCONN"
+      wake(self, "writers", nil, self.err_msg, self.err_code)
+    else
+      wake(self, "writers", true) -- every byte they wrote is queued
+    end
+  end
+  -- (one that never connected is closed already: it never lingers)
+  if not self.closed and connected then linger_track(self) end
+  -- bytes lost that way are known at once, in a task or not
+  if not connected and self.err_code then return nil, self.err_msg, self.err_code end
   if not in_task then return true end
   -- woken as finish is (END acked, or closed); the engine's deadline
   -- bounds the wait: it resets the stream then

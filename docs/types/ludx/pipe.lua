@@ -38,11 +38,11 @@ function C1:write(data, timeout) end
 ---@return true ok
 function C1:finish(timeout) end
 
---- Graceful: the peer reads what is buffered for it, then EOF; what it writes later is dropped. Our waiting calls get EPIPE. Idempotent.
+--- Graceful: the peer reads what is buffered for it, then EOF; what it writes later is dropped. Our waiting reads, and every later call, get "ECANCELED" (as a udx stream's); a writer waiting for room returns true (its bytes are the peer's to read). Idempotent.
 ---@return true ok
 function C1:close() end
 
---- Abortive: the peer gets ECONNRESET and loses what was buffered for it. Idempotent.
+--- Abortive: the peer gets ECONNRESET and loses what was buffered for it; our waiting calls and every later one get "ECANCELED". Idempotent.
 ---@return true ok
 function C1:destroy() end
 

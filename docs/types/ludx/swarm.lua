@@ -93,7 +93,7 @@ function C1:join_peer(public_key) end
 ---@return true ok
 function C1:leave_peer(public_key) end
 
---- Waits until every topic was announced and looked up and every peer found so far was dialed (or no more dials can start).
+--- Waits until every topic was announced and looked up and every peer found so far was dialed (or no more dials can start). A client slot held only by a closed connection's lingering udx stream (see stats) counts as free: flush waits for it to go (at the peer's END, or at most that close's timeout + 1 s) and for the queued peer's dial to start.
 ---@param timeout? number
 ---@return true? ok
 ---@return string? err
@@ -131,7 +131,7 @@ function C1:destroy() end
 ---@field is_client boolean
 local C2 = {}
 
---- Waits until the topic is announced (server) and looked up, and the peers found were dialed (client). False when the last round failed; nil, "topic left", "SWARM_TOPIC_LEFT" after leave.
+--- Waits until the topic is announced (server) and looked up, and the peers found were dialed (client; as flush does, also the ones waiting for a slot a lingering stream holds). False when the last round failed; nil, "topic left", "SWARM_TOPIC_LEFT" after leave.
 ---@param timeout? number
 ---@return true? ok
 ---@return string? err

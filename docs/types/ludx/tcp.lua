@@ -77,7 +77,7 @@ function C1:write(data, timeout) end
 ---@return string? code
 function C1:finish(timeout) end
 
---- Closes the connection.
+--- Closes the connection now. A read or write waiting, and every later call, get nil, "connection is closed", "ECANCELED" (as a udx stream's after its own close; the peer's end gives EOF, or EPIPE to a write). Idempotent.
 ---@return true ok
 function C1:close() end
 

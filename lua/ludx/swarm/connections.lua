@@ -156,9 +156,23 @@ function Swarm:_should_connect()
     and self.client_connections < self.max_client_connections
 end
 
--- No more attempts can start: nothing runs and the caps are reached.
+-- Client slots held only by a closed connection's lingering udx stream:
+-- each frees by itself, at the peer's END or at most its close's timeout
+-- + 1 s after the close.
+function Swarm:_lingering_clients()
+  local n = 0
+  for entry in pairs(self.lingering) do
+    if entry.client then n = n + 1 end
+  end
+  return n
+end
+
+-- No more attempts can start: nothing runs and the caps are reached (a
+-- slot a lingering stream holds counts as free: an attempt starts when it
+-- goes).
 function Swarm:_saturated()
-  return self.connecting == 0 and not (self:_within_max_peers() and self.client_connections < self.max_client_connections)
+  if self.connecting > 0 or not self:_within_max_peers() then return self.connecting == 0 end
+  return self.client_connections - self:_lingering_clients() >= self.max_client_connections
 end
 
 function Swarm:_attempt()

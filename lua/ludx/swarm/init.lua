@@ -271,7 +271,8 @@ function Swarm:_attempted(timeout)
 end
 
 --- Waits until every topic is flushed and every peer discovered so far was
--- attempted; true, or nil, msg, code.
+-- attempted (one waiting for a client slot that a lingering stream holds
+-- is waited for: that slot frees by itself); true, or nil, msg, code.
 function Swarm:flush(timeout)
   timeout = check.timeout(timeout, "flush")
   local deadline = check.deadline(timeout)
