@@ -32,15 +32,17 @@ end
 
 -- Memory of the transport: the process's RSS less the data the bench
 -- itself holds (the sender's blocks, the bytes a receiver keeps for its
--- hash), sampled every RSS_EVERY bytes; the peak goes out as rssMb.
+-- hash), sampled every RSS_EVERY bytes, and the kernel's peak (VmHWM, reset
+-- when the transfer starts) less what is held at the end, which catches a
+-- peak between samples (inside one call); the larger goes out as rssMb.
 local RSS_EVERY = 4 * 1024 * 1024
 
-local function rss_bytes()
+local function status_kb(field)
   local f = io.open("/proc/self/status")
   if not f then return 0 end
   local s = f:read("*a")
   f:close()
-  return (tonumber(s:match("VmRSS:%s*(%d+)")) or 0) * 1024
+  return tonumber(s:match(field .. ":%s*(%d+)")) or 0
 end
 
 local function rss_meter()
@@ -48,7 +50,23 @@ local function rss_meter()
   function m.sample(done, held)
     if done < m.next then return end
     m.next = done + RSS_EVERY
-    local v = rss_bytes() - held
+    local v = status_kb("VmRSS") * 1024 - held
+    if v > m.peak then m.peak = v end
+  end
+  -- the start: VmHWM from here (what setup took does not count)
+  function m.start(held)
+    local f = io.open("/proc/self/clear_refs", "w")
+    if f then
+      f:write("5")
+      f:close()
+    end
+    m.sample(0, held)
+  end
+  -- the end: held is what the bench holds now (its most)
+  function m.finish(held)
+    m.next = 0
+    m.sample(0, held)
+    local v = status_kb("VmHWM") * 1024 - held
     if v > m.peak then m.peak = v end
   end
   function m.mb() return m.peak / 1048576 end
@@ -121,7 +139,7 @@ local function send(stream, raw, o)
   for i = 1, #blocks do held = held + #blocks[i] end
   if #writes > full then held = held + #writes[#writes] end
   local rss, written = rss_meter(), 0
-  rss.sample(0, held)
+  rss.start(held)
   local u0, s0 = cpu_ms()
   local t0 = wall_ms()
   emit({ event = "start", t = t0 })
@@ -143,8 +161,7 @@ local function send(stream, raw, o)
   end
   local t1 = wall_ms()
   local u1, s1 = cpu_ms()
-  rss.next = 0
-  rss.sample(0, held)
+  rss.finish(held)
   if not err and not o.secret then stream:finish(o.timeoutMs) end
   -- the remote ends its half once it has everything. Reading it closes the
   -- stream; its socket's linger record still acknowledges a retransmitted
@@ -169,7 +186,7 @@ local function recv(stream, raw, o)
   local bytes = 0
   local err
   local rss = rss_meter()
-  rss.sample(0, 0)
+  rss.start(0)
   while true do
     local chunk, _, code = stream:read(nil, o.timeoutMs)
     if not chunk then
@@ -187,8 +204,7 @@ local function recv(stream, raw, o)
   end
   local t1 = wall_ms()
   local u1, s1 = cpu_ms()
-  rss.next = 0
-  rss.sample(0, kept and bytes or 0)
+  rss.finish(kept and bytes or 0)
   stream:finish(o.timeoutMs)
   return {
     bytes = bytes, hash = h and h:hex() or nil, t_start = first or t0, t_connect = t0, t_end = t1, t_last = last or t1,

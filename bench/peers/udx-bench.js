@@ -6,6 +6,7 @@
 // is described in README.md next to this file.
 
 const crypto = require('crypto')
+const fs = require('fs')
 const UDX = require('udx-native')
 const { emit, exit, now, prngBytes } = require('./common')
 const SecretStream = require('@hyperswarm/secret-stream')
@@ -101,21 +102,46 @@ const DISTINCT_MAX = 1024 * 1024 * 1024
 
 // Memory of the transport: the process's RSS less the data the bench
 // itself holds (the sender's blocks, the batches a receiver keeps for its
-// hash), sampled every RSS_EVERY bytes; the peak goes out as rssMb.
+// hash), sampled every RSS_EVERY bytes, and the kernel's peak (VmHWM, reset
+// when the transfer starts) less what is held at the end, which catches a
+// peak between samples; the larger goes out as rssMb.
 const RSS_EVERY = 4 * 1048576
+
+function statusKb(field) {
+  try {
+    const m = fs.readFileSync('/proc/self/status', 'utf8').match(new RegExp(field + ':\\s*(\\d+)'))
+    return m ? Number(m[1]) : 0
+  } catch {
+    return 0
+  }
+}
 
 function rssMeter() {
   let peak = 0
   let next = 0
-  return {
+  const m = {
     sample(done, held, force) {
       if (!force && done < next) return
       next = done + RSS_EVERY
       const v = process.memoryUsage.rss() - held
       if (v > peak) peak = v
     },
+    // the start: VmHWM from here (what setup took does not count)
+    start(held) {
+      try {
+        fs.writeFileSync('/proc/self/clear_refs', '5')
+      } catch {}
+      m.sample(0, held, true)
+    },
+    // the end: held is what the bench holds now (its most)
+    finish(held) {
+      m.sample(0, held, true)
+      const v = statusKb('VmHWM') * 1024 - held
+      if (v > peak) peak = v
+    },
     mb: () => peak / 1048576
   }
+  return m
 }
 
 async function send(stream, raw, o) {
@@ -134,7 +160,7 @@ async function send(stream, raw, o) {
   }
   const closed = new Promise((resolve) => raw.once('close', resolve))
   const rss = rssMeter()
-  rss.sample(0, data.byteLength, true)
+  rss.start(data.byteLength)
   const cpu0 = process.cpuUsage()
   const t0 = now()
   emit({ event: 'start', t: t0 })
@@ -147,7 +173,7 @@ async function send(stream, raw, o) {
   await stream.flush() // every byte acked
   const t1 = now()
   const c = cpu(cpu0)
-  rss.sample(0, data.byteLength, true)
+  rss.finish(data.byteLength)
   stream.end()
   stream.resume()
   await closed
@@ -221,7 +247,7 @@ function recv(stream, raw, o) {
     let last = null // when the last byte came (the END follows the sender's flush)
     let bytes = 0
     const rss = rssMeter()
-    rss.sample(0, 0, true)
+    rss.start(0)
     stream.on('data', (data) => {
       if (first === null) {
         first = now()
@@ -235,7 +261,7 @@ function recv(stream, raw, o) {
     stream.on('end', async () => {
       const t1 = now()
       const c = cpu(cpu0)
-      rss.sample(0, h ? h.held() : 0, true)
+      rss.finish(h ? h.held() : 0)
       stream.end()
       await closed
       resolve({
