@@ -333,6 +333,40 @@ describe("secretstream over udx: large frames in parts", function()
     close(p)
   end))
 
+  -- the reader task goes on watching the raw stream while a large frame's
+  -- parts wait for the app: a peer's reset is reported at once (before,
+  -- it stopped after the first part and the reset waited for a read), and
+  -- the frame, authenticated before it, is still read whole before the error
+  it("a peer's reset while a large frame waits unread is reported without a read, after the frame", run(function()
+    local p = pair()
+    local a = pattern(1024 * 1024, 4)
+    local base = p.y:stats().plaintext_in
+    assert(p.x:write(a))
+    assert(p.ra:flush(10000)) -- all of it is in y's raw stream
+    -- y's reader task authenticated the whole frame (polled: no fixed sleep)
+    local deadline = ludx.now() + 10000
+    while p.y:stats().plaintext_in < base + #a and ludx.now() < deadline do ludx.sleep(10) end
+    assert.are.equal(base + #a, p.y:stats().plaintext_in)
+    p.x:destroy() -- the peer resets
+    assert.is_true(p.rb:wait_closed(10000))
+    -- nobody reads y: its failure is seen all the same
+    assert.is_true(p.y:wait_closed(10000))
+    assert.is_true(p.y:is_closed())
+    assert.are.equal("ECONNRESET", p.y.err and p.y.err.code)
+    local got, code = {}
+    while true do
+      local s, _, c = p.y:read(nil, 5000)
+      if not s then
+        code = c
+        break
+      end
+      got[#got + 1] = s
+    end
+    assert.is_true(table.concat(got) == a)
+    assert.are.equal("ECONNRESET", code)
+    close(p)
+  end))
+
   -- the parts not read yet were authenticated with the frame: a failure
   -- between them hands them over before the error, as buffered plaintext
   it("a failure between the parts of a frame: the reader gets every byte, then the error", run(function()

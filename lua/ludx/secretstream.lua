@@ -390,10 +390,6 @@ local function direct_read(self, max)
   watch_buffers(self, data, more)
   if data then
     self.raw_bytes_in = self.raw_bytes_in + used
-    if self.parts and not more then
-      self.parts = false
-      self.pump_waiters:wake_all(true)
-    end
     self.turn_due = more or h:readable() > 0
     return data
   end
@@ -427,17 +423,14 @@ local function pump_udx(self)
     else
       self.raw_bytes_in = self.raw_bytes_in + used
       push_plain(self, data)
-      if more then
-        -- the first part of a large frame: the reader takes the others
-        -- straight from the framer (direct_read), and wakes us after the last
-        self.parts = true
-        while self.parts and not (self.err or self.closed) do
-          self.pump_waiters:wait("secretstream large frame")
-        end
-      elseif h:readable() > 0 then
-        -- more is buffered: one loop turn before the next batch, so the
-        -- reader takes this one whole (no join of batches) and the socket
-        -- is read and acked meanwhile, not after all of it is decrypted
+      if more or h:readable() > 0 then
+        -- more is ready (the next part of a large frame, or raw bytes):
+        -- one loop turn before the next batch, so the reader takes this
+        -- one whole (no join of batches; it may take the next part itself,
+        -- direct_read) and the socket is read and acked meanwhile, not
+        -- after all of it is decrypted. Parts go on up to read_highwater
+        -- like whole frames: the task gets back to wait_readable, where a
+        -- peer's reset or END reaches it without a read.
         ludx.yield()
       end
     end
