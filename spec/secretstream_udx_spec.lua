@@ -240,6 +240,37 @@ describe("secretstream over udx: frame buffers", function()
   end))
 end)
 
+describe("secretstream over udx: a peer that stalls inside a large frame", function()
+  -- the gathered part of a frame cannot be freed: once the trim found that,
+  -- its timer waits for the frame to move instead of firing every second
+  -- (it re-armed until the frame completed, for as long as the peer stalled)
+  it("leaves no trim timer running while nothing arrives, and frees the buffers after the frame", run(function()
+    local p = pair()
+    local big = string.rep("s", 1024 * 1024)
+    -- sealed by x's own framer, written on its raw stream in two halves
+    local frame = assert(p.x.framer:encrypt(big))
+    local cut = 400 * 1024
+    assert(p.ra:write(frame:sub(1, cut)))
+    assert(p.ra:flush(10000))
+    local function poll(cond, ms)
+      local deadline = ludx.now() + ms
+      while not cond() and ludx.now() < deadline do ludx.sleep(20) end
+      return cond()
+    end
+    -- y gathers 400 KiB, the trim finds them held, and no timer is left
+    assert.is_true(poll(function() return p.y:stats().buffer_bytes > 256 * 1024 end, 10000))
+    assert.is_true(poll(function() return p.y.trim_timer == nil end, 10000), "the trim timer keeps firing")
+    -- the rest arrives: the frame reads whole, and its buffers go a second later
+    assert(p.ra:write(frame:sub(cut + 1)))
+    local n = 0
+    while n < #big do n = n + #assert(p.y:read(nil, 10000)) end
+    assert.are.equal(#big, n)
+    assert.is_true(poll(function() return p.y:stats().buffer_bytes <= 256 * 1024 end, 15000),
+      "buffer_bytes " .. p.y:stats().buffer_bytes)
+    close(p)
+  end))
+end)
+
 describe("secretstream over udx: a large frame that came with the handshake", function()
   -- writes queued before the handshake go out with its last message: the
   -- receiver's first raw read holds the start of a large frame, which the

@@ -190,30 +190,43 @@ local function dead(self)
   return false
 end
 
--- A frame larger than BUFFER_KEEP went through (or is being gathered): the
--- framer's buffers are trimmed once TRIM_IDLE ms pass without another. A
--- frame still split across reads is kept, and looked at again later.
+-- A frame larger than BUFFER_KEEP went through (or is being gathered, or
+-- handed over in parts): the framer's buffers are trimmed once TRIM_IDLE ms
+-- pass without another. What a frame that is still under way holds cannot
+-- be trimmed: the timer then stops (trim_stuck) until the frame moves
+-- (watch_buffers), rather than firing every TRIM_IDLE while a peer stalls.
 local function trim_later(self)
   self.large_at = now()
+  self.trim_stuck = false
   if self.trim_timer then return end
   local function look()
     self.trim_timer = nil
     if self.err or self.closed then return end
     local wait = self.large_at + TRIM_IDLE - now()
-    if wait <= 0 then
-      self.framer:trim()
-      if self.framer:buffer_bytes() <= BUFFER_KEEP then return end
-      wait = TRIM_IDLE
+    if wait > 0 then
+      self.trim_timer = ludx.after(math.ceil(wait), look)
+      return
     end
-    self.trim_timer = ludx.after(math.ceil(wait), look)
+    self.framer:trim()
+    self.trim_stuck = self.framer:buffer_bytes() > BUFFER_KEEP
   end
   self.trim_timer = ludx.after(TRIM_IDLE, look)
 end
 
--- After framer:feed_udx: a large frame handed over in parts (more), or
--- one being gathered (nothing yet), holds large buffers.
+-- After framer:feed_udx: a large frame handed over in parts (more), one
+-- being gathered (nothing yet) that grew, or the end of a frame the trim
+-- found under way (trim_stuck) holds large buffers.
 local function watch_buffers(self, data, more)
-  if (data == false or more == true) and self.framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
+  if data == nil then return end -- an end: release() frees them
+  if data == false then
+    local held = self.framer:pending()
+    if held == self.held then return end -- nothing arrived
+    self.held = held
+  elseif not (more or self.trim_stuck) then
+    return
+  end
+  self.trim_stuck = false
+  if self.framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
 end
 
 ---------------------------------------------------------------------------
