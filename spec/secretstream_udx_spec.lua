@@ -271,6 +271,37 @@ describe("secretstream over udx: a large frame is sealed in the send queue", fun
   end))
 end)
 
+describe("secretstream over udx: a peer that stalls inside a large frame", function()
+  -- the gathered part of a frame cannot be freed: once the trim found that,
+  -- its timer waits for the frame to move instead of firing every second
+  -- (it re-armed until the frame completed, for as long as the peer stalled)
+  it("leaves no trim timer running while nothing arrives, and frees the buffers after the frame", run(function()
+    local p = pair()
+    local big = string.rep("s", 1024 * 1024)
+    -- sealed by x's own framer, written on its raw stream in two halves
+    local frame = assert(p.x.framer:encrypt(big))
+    local cut = 400 * 1024
+    assert(p.ra:write(frame:sub(1, cut)))
+    assert(p.ra:flush(10000))
+    local function poll(cond, ms)
+      local deadline = ludx.now() + ms
+      while not cond() and ludx.now() < deadline do ludx.sleep(20) end
+      return cond()
+    end
+    -- y gathers 400 KiB, the trim finds them held, and no timer is left
+    assert.is_true(poll(function() return p.y:stats().buffer_bytes > 256 * 1024 end, 10000))
+    assert.is_true(poll(function() return p.y.trim_timer == nil end, 10000), "the trim timer keeps firing")
+    -- the rest arrives: the frame reads whole, and its buffers go a second later
+    assert(p.ra:write(frame:sub(cut + 1)))
+    local n = 0
+    while n < #big do n = n + #assert(p.y:read(nil, 10000)) end
+    assert.are.equal(#big, n)
+    assert.is_true(poll(function() return p.y:stats().buffer_bytes <= 256 * 1024 end, 15000),
+      "buffer_bytes " .. p.y:stats().buffer_bytes)
+    close(p)
+  end))
+end)
+
 describe("secretstream over udx: a large frame that came with the handshake", function()
   -- writes queued before the handshake go out with its last message: the
   -- receiver's first raw read holds the start of a large frame, which the
@@ -361,6 +392,40 @@ describe("secretstream over udx: large frames in parts", function()
     for i = 1, 5 do assert(p.x:write(string.rep(tostring(i), 200))) end
     assert(p.y:ready(10000))
     for i = 1, 5 do assert.are.equal(string.rep(tostring(i), 200), p.y:read(nil, 5000)) end
+    close(p)
+  end))
+
+  -- the reader task goes on watching the raw stream while a large frame's
+  -- parts wait for the app: a peer's reset is reported at once (before,
+  -- it stopped after the first part and the reset waited for a read), and
+  -- the frame, authenticated before it, is still read whole before the error
+  it("a peer's reset while a large frame waits unread is reported without a read, after the frame", run(function()
+    local p = pair()
+    local a = pattern(1024 * 1024, 4)
+    local base = p.y:stats().plaintext_in
+    assert(p.x:write(a))
+    assert(p.ra:flush(10000)) -- all of it is in y's raw stream
+    -- y's reader task authenticated the whole frame (polled: no fixed sleep)
+    local deadline = ludx.now() + 10000
+    while p.y:stats().plaintext_in < base + #a and ludx.now() < deadline do ludx.sleep(10) end
+    assert.are.equal(base + #a, p.y:stats().plaintext_in)
+    p.x:destroy() -- the peer resets
+    assert.is_true(p.rb:wait_closed(10000))
+    -- nobody reads y: its failure is seen all the same
+    assert.is_true(p.y:wait_closed(10000))
+    assert.is_true(p.y:is_closed())
+    assert.are.equal("ECONNRESET", p.y.err and p.y.err.code)
+    local got, code = {}
+    while true do
+      local s, _, c = p.y:read(nil, 5000)
+      if not s then
+        code = c
+        break
+      end
+      got[#got + 1] = s
+    end
+    assert.is_true(table.concat(got) == a)
+    assert.are.equal("ECONNRESET", code)
     close(p)
   end))
 

@@ -47,6 +47,11 @@
 -- A reader task pumps raw bytes into the framer while the stream is open,
 -- and a keep-alive task runs when keepalive is set: close() (or a failure)
 -- ends both, finish() ends the keep-alive task, EOF ends the reader.
+--
+-- This file is the framing over any raw stream; over a udx stream the data
+-- phase takes the fused path of ludx.secretstream.udx (frames decrypted
+-- from and sealed into the udx stream's own buffers, in C), bound below to
+-- this file's helpers.
 local ludx = require "ludx"
 local C = require("ludx.core").crypto
 
@@ -59,14 +64,6 @@ local now = ludx.now
 -- The reader task stops pulling raw bytes while this much plaintext waits
 -- for the user's read (backpressure reaches the raw stream).
 local READ_HIGHWATER = 4 * 1024 * 1024
-
--- Over a udx stream, the reader decrypts up to this much plaintext into one
--- string (or one larger frame), then lets the loop turn, so a waiting read()
--- takes each string whole, never joined. Strings stay below LuaJIT's direct
--- mmap size (128 KiB), where making and dropping them costs ~0.04 s/GB
--- against ~0.7 s/GB for 1 MiB ones (fresh pages each time): the size a
--- plain udx read hands over (udx.READ_MAX).
-local READ_BATCH = 65536
 
 -- The most raw bytes the reader takes in one read (pipe, TCP, and udx
 -- before the keys are known).
@@ -85,6 +82,10 @@ local PENDING_LIMIT = 1024 * 1024
 -- What one buffered entry costs besides its bytes, in the read high-water
 -- count (a flood of tiny frames in message mode is bounded like bytes).
 local ENTRY_COST = 64
+
+-- The fused udx data path (ludx.secretstream.udx), bound to the helpers
+-- below once they exist.
+local fused
 
 local Stream = {}
 Stream.__index = Stream
@@ -146,28 +147,25 @@ local function reset_raw(self)
   pcall(self.raw.destroy or self.raw.close, self.raw)
 end
 
-local function release(self, keep, graceful)
+-- The handshake is over (done or failed): its timer and state go.
+local function end_handshake(self)
   if self.hs_timer then
     self.hs_timer:cancel()
     self.hs_timer = nil
-  end
-  if self.trim_timer then
-    self.trim_timer:cancel()
-    self.trim_timer = nil
   end
   if self.noise then
     self.noise:destroy()
     self.noise = nil
   end
-  if keep then
-    -- the rest of a large frame in the framer was authenticated: the reader
-    -- gets it before the error, as what was buffered
-    local part = self.framer:rest(READ_BATCH)
-    while part do
-      push_plain(self, part)
-      part = self.framer:rest(READ_BATCH)
-    end
+end
+
+local function release(self, keep, graceful)
+  end_handshake(self)
+  if self.trim_timer then
+    self.trim_timer:cancel()
+    self.trim_timer = nil
   end
+  if keep and self.fused then fused.rest(self) end
   self.framer_stats = self.framer:stats()
   self.framer:destroy()
   if not keep then self.rbuf, self.rhead, self.rtail, self.rbytes = {}, 1, 0, 0 end
@@ -190,30 +188,39 @@ local function dead(self)
   return false
 end
 
--- A frame larger than BUFFER_KEEP went through (or is being gathered): the
--- framer's buffers are trimmed once TRIM_IDLE ms pass without another. A
--- frame still split across reads is kept, and looked at again later.
+-- A frame larger than BUFFER_KEEP went through (or is being gathered, or
+-- handed over in parts): the framer's buffers are trimmed once TRIM_IDLE ms
+-- pass without another. What a frame that is still under way holds cannot
+-- be trimmed: the timer then stops (trim_stuck) until the frame moves
+-- (watch_buffers in ludx.secretstream.udx), rather than firing every
+-- TRIM_IDLE while a peer stalls.
 local function trim_later(self)
   self.large_at = now()
+  self.trim_stuck = false
   if self.trim_timer then return end
   local function look()
     self.trim_timer = nil
     if self.err or self.closed then return end
     local wait = self.large_at + TRIM_IDLE - now()
-    if wait <= 0 then
-      self.framer:trim()
-      if self.framer:buffer_bytes() <= BUFFER_KEEP then return end
-      wait = TRIM_IDLE
+    if wait > 0 then
+      self.trim_timer = ludx.after(math.ceil(wait), look)
+      return
     end
-    self.trim_timer = ludx.after(math.ceil(wait), look)
+    self.framer:trim()
+    self.trim_stuck = self.framer:buffer_bytes() > BUFFER_KEEP
   end
   self.trim_timer = ludx.after(TRIM_IDLE, look)
 end
 
--- After framer:feed_udx: a large frame handed over in parts (more), or
--- one being gathered (nothing yet), holds large buffers.
-local function watch_buffers(self, data, more)
-  if (data == false or more == true) and self.framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
+-- The framer holds large buffers: trim them later.
+local function watch_size(self)
+  if self.framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
+end
+
+-- A frame of n plaintext bytes was sealed.
+local function sealed(self, n)
+  self.last_write = now()
+  if n > BUFFER_KEEP then trim_later(self) end
 end
 
 ---------------------------------------------------------------------------
@@ -253,7 +260,7 @@ local function encrypt(self, data)
     fail(self, msg, code)
     return nil, msg, code
   end
-  self.last_write = now()
+  sealed(self, #data)
   return frame
 end
 
@@ -272,21 +279,13 @@ local function complete(self, r, out)
   out[#out + 1] = header
   for i = 1, #self.pending do
     local frame, m, c = encrypt(self, self.pending[i])
-    if #self.pending[i] > BUFFER_KEEP then trim_later(self) end
     if not frame then return nil, m, c end
     out[#out + 1] = frame
   end
   self.pending, self.pending_bytes = {}, 0
   self.is_ready = true
   self.last_write = now()
-  if self.hs_timer then
-    self.hs_timer:cancel()
-    self.hs_timer = nil
-  end
-  if self.noise then
-    self.noise:destroy()
-    self.noise = nil
-  end
+  end_handshake(self)
   self.ready_waiters:wake_all(true)
   return true
 end
@@ -358,101 +357,26 @@ local function on_eof(self)
   self.readers:wake_all(true)
 end
 
--- feed_udx returned nil: a frame failed (msg, code), or the raw stream
--- ended (its error, or EOF).
-local function udx_ended(self, msg, code)
-  if msg then return fail(self, msg, code) end
-  local rmsg, rcode = self.raw:error()
-  if rcode and rcode ~= "ECANCELED" then return fail(self, rmsg, rcode) end
-  return on_eof(self)
+-- Waits while the read high-water is reached (backpressure reaches the
+-- raw stream); false once the stream is dead.
+local function wait_room(self)
+  while over_highwater(self) and not (self.err or self.closed) do
+    self.pump_waiters:wait("secretstream reader backpressure")
+  end
+  return not (self.err or self.closed)
 end
 
--- A read in bytes mode with nothing decrypted waiting: the reader decrypts
--- the next batch (at most max bytes) itself, straight from the udx
--- stream's buffer, or takes the next part of a large frame, with no
--- hand-off through the reader task. false when nothing came yet, or at an
--- end (the read loop then reports it). After a batch with more behind it,
--- the next call turns the loop once first (the socket is read and acked
--- meanwhile): before it takes anything, so a cancel there loses nothing.
-local function direct_read(self, max)
-  if self.turn_due and ludx.in_task() then
-    self.turn_due = false
-    self.reading = true -- a second reader meanwhile gets EBUSY
-    local ok, err = pcall(ludx.yield)
-    self.reading = false
-    if not ok then error(err, 0) end
-    -- the reader task may have buffered bytes meanwhile (they come first),
-    -- or the stream ended
-    if self.rbytes > 0 or self.err or self.closed or self.eof then return false end
-  end
-  local h = self.raw:handle()
-  local data, used, more = self.framer:feed_udx(h, max, false)
-  watch_buffers(self, data, more)
-  if data then
-    self.raw_bytes_in = self.raw_bytes_in + used
-    if self.parts and not more then
-      self.parts = false
-      self.pump_waiters:wake_all(true)
-    end
-    self.turn_due = more or h:readable() > 0
-    return data
-  end
-  if data == nil then udx_ended(self, used, more) end
-  return false
-end
-
--- The data phase over a udx stream: frames are decrypted in C straight from
--- the stream's read buffer (framer:feed_udx), with no Lua string for the
--- raw bytes.
-local function pump_udx(self)
-  local raw, framer, h = self.raw, self.framer, self.raw:handle()
-  self.udx_phase = true -- nothing held in the framer from feed(): reads may decrypt (direct_read)
-  while true do
-    while over_highwater(self) and not (self.err or self.closed) do
-      self.pump_waiters:wait("secretstream reader backpressure")
-    end
-    if self.err or self.closed then return end
-    local data, used, more = framer:feed_udx(h, READ_BATCH, self.mode ~= "bytes")
-    if not self.header_in and data ~= nil then check_header(self) end
-    watch_buffers(self, data, more)
-    if data == false then
-      local ok, wmsg, wcode = raw:wait_readable()
-      -- the raw stream was closed under us (by its own close or destroy)
-      if ok == nil and wcode ~= "ETIMEDOUT" then
-        if self.err or self.closed then return end
-        return fail(self, wmsg or "stream is closed", wcode or "ECANCELED")
-      end
-    elseif data == nil then
-      return udx_ended(self, used, more) -- msg, code
-    else
-      self.raw_bytes_in = self.raw_bytes_in + used
-      push_plain(self, data)
-      if more then
-        -- the first part of a large frame: the reader takes the others
-        -- straight from the framer (direct_read), and wakes us after the last
-        self.parts = true
-        while self.parts and not (self.err or self.closed) do
-          self.pump_waiters:wait("secretstream large frame")
-        end
-      elseif h:readable() > 0 then
-        -- more is buffered: one loop turn before the next batch, so the
-        -- reader takes this one whole (no join of batches) and the socket
-        -- is read and acked meanwhile, not after all of it is decrypted
-        ludx.yield()
-      end
-    end
-  end
-end
+fused = require("ludx.secretstream.udx").bind({
+  push_plain = push_plain, fail = fail, on_eof = on_eof, check_header = check_header,
+  wait_room = wait_room, sealed = sealed, watch_size = watch_size,
+})
 
 local function pump(self)
   local raw, framer = self.raw, self.framer
   while true do
     -- keys in place and nothing held back: the rest goes the C way
-    if self.fused and self.keyed then return pump_udx(self) end
-    while over_highwater(self) and not (self.err or self.closed) do
-      self.pump_waiters:wait("secretstream reader backpressure")
-    end
-    if self.err or self.closed then return end
+    if self.fused and self.keyed then return fused.pump(self) end
+    if not wait_room(self) then return end
     -- at most RAW_READ at a time: a raw stream that holds megabytes (a
     -- pipe or a TCP connection read late) is not taken whole
     local chunk, msg, code = raw:read(RAW_READ)
@@ -466,7 +390,7 @@ local function pump(self)
     -- drained with feed("") before the next raw read)
     local one = self.mode ~= "bytes"
     local data, hmsg, hcode = framer:feed(chunk, one)
-    if data and framer:buffer_bytes() > BUFFER_KEEP then trim_later(self) end
+    if data then watch_size(self) end
     while true do
       if data == nil then return fail(self, hmsg, hcode) end
       if not self.header_in and self.keyed then check_header(self) end
@@ -479,10 +403,7 @@ local function pump(self)
         break
       end
       -- frame by frame, the read high-water applies within a chunk too
-      while over_highwater(self) and not (self.err or self.closed) do
-        self.pump_waiters:wait("secretstream reader backpressure")
-      end
-      if self.err or self.closed then return end
+      if not wait_room(self) then return end
       data, hmsg, hcode = framer:feed("", one)
     end
   end
@@ -727,8 +648,8 @@ local function read_loop(self, what, fname, deadline, has, take_fn, arg)
 end
 
 --- Decrypted bytes, up to max: what the reader task buffered, or else at
--- most READ_BATCH decrypted in this call (over udx); nil at EOF; nil, msg,
--- code.
+-- most 64 KiB decrypted in this call (over udx: fused.read); nil at EOF;
+-- nil, msg, code.
 function Stream:read(max, timeout)
   if max ~= nil and (type(max) ~= "number" or max < 1 or max % 1 ~= 0) then
     error("bad argument 'max' to 'read' (positive integer expected, got " .. tostring(max) .. ")", 2)
@@ -736,8 +657,8 @@ function Stream:read(max, timeout)
   ludx.check_timeout(timeout, "read")
   if self.reading then return nil, "busy reading", "EBUSY" end
   if not self.mode then self.mode = "bytes" end
-  if self.rbytes == 0 and self.udx_phase and self.header_in and not (self.err or self.closed or self.eof) then
-    local data = direct_read(self, max and math.min(max, READ_BATCH) or READ_BATCH)
+  if self.udx_phase then
+    local data = fused.read(self, max)
     if data then return data end
   end
   return read_loop(self, "secretstream read", "read", deadline_of(timeout), has_bytes, take, max)
@@ -779,25 +700,14 @@ function Stream:write(data, timeout)
   local ok, m, c = true, nil, nil
   if not self.is_ready then ok, m, c = self:ready(left(deadline)) end
   if ok then ok, m, c = lock(self, deadline, "write") end
-  if ok and self.fused then
-    -- encrypted in C and queued on the udx stream; waits only above its
-    -- high-water mark
-    local r
-    r, m, c = self.framer:encrypt_udx(self.raw:handle(), data)
-    if r == nil then
-      fail(self, m, c)
-      ok = nil
+  if ok then
+    if self.fused then
+      ok, m, c = fused.write(self, data, deadline)
     else
-      if #data > BUFFER_KEEP then trim_later(self) end
-      self.last_write = now()
-      if r == 0 then ok, m, c = self.raw:wait_drain(left(deadline)) end
+      local frame
+      frame, m, c = encrypt(self, data)
+      if frame then ok, m, c = raw_write(self, frame, deadline) else ok = nil end
     end
-    unlock(self)
-  elseif ok then
-    local frame
-    frame, m, c = encrypt(self, data)
-    if frame and #data > BUFFER_KEEP then trim_later(self) end
-    if frame then ok, m, c = raw_write(self, frame, deadline) else ok = nil end
     unlock(self)
   end
   self.writing = false

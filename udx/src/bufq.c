@@ -67,12 +67,8 @@ udx__bufq_init (udx_bufq_t *q, uint64_t off) {
 
 static size_t
 udx__page_size (void) {
-  static size_t page;
-  if (page == 0) {
-    long n = sysconf(_SC_PAGESIZE);
-    page = n > 0 ? (size_t) n : 4096;
-  }
-  return page;
+  long n = sysconf(_SC_PAGESIZE); // libc keeps it: no cache of ours (no shared state)
+  return n > 0 ? (size_t) n : 4096;
 }
 
 static void
