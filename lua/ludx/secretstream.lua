@@ -184,7 +184,7 @@ end
 
 local function dead(self)
   if self.err then return nil, self.err.msg, self.err.code end
-  if self.closed then return nil, "stream is closed", "EPIPE" end
+  if self.closed then return nil, "stream is closed", "ECANCELED" end
   return false
 end
 
