@@ -72,7 +72,8 @@ udx__page_size (void) {
 }
 
 static void
-udx__ext_free (udx_bufq_ext_t *e) {
+udx__ext_free (udx_bufq_ext_t *e, udx_pool_t *pool) {
+  pool->blocks--;
   if (e->map_len > e->unmapped)
     munmap(e->map + e->unmapped, e->map_len - e->unmapped);
   free(e);
@@ -98,7 +99,7 @@ udx__ext_owns (const udx_bufq_ext_t *e, uint64_t chunk_off) {
 
 void
 udx__bufq_destroy (udx_bufq_t *q, udx_pool_t *pool) {
-  udx__bufq_unreserve(q);
+  udx__bufq_unreserve(q, pool);
   for (uint32_t i = 0; i < q->n; i++) {
     uint64_t off = q->base + (uint64_t) i * UDX_CHUNK_SIZE;
     bool ext = false;
@@ -110,7 +111,7 @@ udx__bufq_destroy (udx_bufq_t *q, udx_pool_t *pool) {
   while (q->ext) {
     udx_bufq_ext_t *e = q->ext;
     q->ext = e->next;
-    udx__ext_free(e);
+    udx__ext_free(e, pool);
   }
   free(q->chunks);
   uint64_t end = q->end;
@@ -243,6 +244,7 @@ udx__bufq_reserve (udx_bufq_t *q, udx_pool_t *pool, size_t len, uint8_t **p) {
     free(e);
     return UDX_ERR_NOMEM;
   }
+  pool->blocks++;
   e->map = map;
   e->map_len = size;
   e->strides = e->map + pad + lead;
@@ -284,11 +286,11 @@ udx__bufq_commit (udx_bufq_t *q, size_t len) {
 }
 
 void
-udx__bufq_unreserve (udx_bufq_t *q) {
+udx__bufq_unreserve (udx_bufq_t *q, udx_pool_t *pool) {
   udx_bufq_ext_t *e = q->resv;
   q->resv = NULL;
   if (e && e->map)
-    udx__ext_free(e);
+    udx__ext_free(e, pool);
   else
     free(e);
 }
@@ -316,7 +318,7 @@ udx__bufq_drop_first (udx_bufq_t *q, udx_pool_t *pool) {
   if (e && udx__ext_owns(e, q->base)) {
     if (q->base + UDX_CHUNK_SIZE >= e->end_off) {
       q->ext = e->next;
-      udx__ext_free(e);
+      udx__ext_free(e, pool);
     } else {
       udx__ext_trim(e, q->base + UDX_CHUNK_SIZE - e->off);
     }

@@ -27,6 +27,7 @@ typedef struct udx_freelist_s {
 typedef struct udx_pool_s {
   udx_freelist_t chunks; // UDX_CHUNK_SIZE
   udx_freelist_t slots;  // UDX_SLOT_SIZE, out-of-order packets
+  uint64_t blocks;       // reserved blocks mapped now (for tests: none left behind)
 } udx_pool_t;
 
 void
@@ -96,7 +97,7 @@ void
 udx__bufq_commit (udx_bufq_t *q, size_t len);
 
 void
-udx__bufq_unreserve (udx_bufq_t *q);
+udx__bufq_unreserve (udx_bufq_t *q, udx_pool_t *pool);
 
 // Describes [off, off+len) (which must be held) as iovecs; returns the count
 // used (at most max; the range is cut short if more would be needed).

@@ -335,7 +335,7 @@ udx__stream_write_fill (udx_stream_t *s, size_t len, udx_stream_fill_cb fill, vo
       return err;
     err = fill(ctx, p, len);
     if (err < 0) {
-      udx__bufq_unreserve(&s->sndq);
+      udx__bufq_unreserve(&s->sndq, s->pool);
       return err;
     }
     udx__bufq_commit(&s->sndq, len);

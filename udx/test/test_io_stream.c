@@ -540,6 +540,21 @@ test_write_fill (void) {
   CHECK_EQ(ab.read, total);
   CHECK(ab.hash == expect_hash(6, total));
   CHECK_EQ(aa.close_status, 0);
+  CHECK(io_run_until(&e.loop, &aa.finalized, 1, 5000));
+  CHECK_EQ(e.udx->pool.blocks, 0);
+  // destroyed with blocks queued that the peer never read: unmapped too
+  io_app_t ac = {0}, ad = {.paused = true};
+  udx_stream_t *c = io_stream(e.udx, 3, &ac);
+  udx_stream_t *d = io_stream(e.udx, 4, &ad);
+  io_connect(c, A, 4, B, "127.0.0.1");
+  io_connect(d, B, 3, A, "127.0.0.1");
+  for (int i = 0; i < 4; i++)
+    CHECK(udx_stream_write_fill(c, 2 * 1000 * 1000, fill_bytes, &f) >= 0);
+  CHECK(e.udx->pool.blocks > 0);
+  CHECK_EQ(udx_stream_destroy(c), 1);
+  CHECK(io_run_until(&e.loop, &ac.finalized, 1, 5000));
+  CHECK_EQ(e.udx->pool.blocks, 0);
+  CHECK(io_run_until(&e.loop, &ad.finalized, 1, 5000)); // the DESTROY reached d
   env_close(&e);
 }
 

@@ -254,6 +254,26 @@ test_write_fill (void) {
   sim_app_write(p.b, 0, 0, true);
   CHECK(sim_run(&sim, both_closed, &p, 30 * UDX_US_PER_S));
   CHECK(p.a->sndq.ext == NULL);
+  CHECK_EQ(sim.pool.blocks, 0);
+  sim_destroy(&sim);
+}
+
+// A stream destroyed with blocks queued and unacked (a peer that reads
+// nothing: its window closes) unmaps them all.
+static void
+test_write_fill_destroyed (void) {
+  sim_t sim;
+  sim_init(&sim, 11);
+  pair_t p = pair(&sim);
+  sim_app(p.b)->reading = false;
+  sim_app(p.a)->fill = true;
+  sim_app_write(p.a, 79, 24 << 20, false);
+  sim_advance(&sim, 2 * UDX_US_PER_S);
+  CHECK(sim.pool.blocks > 0);
+  CHECK(udx__stream_destroy(p.a, sim.now) == 1);
+  sim_advance(&sim, UDX_US_PER_S);
+  udx__stream_engine_free(p.a); // what the host does at finalize (again at sim_destroy: a no-op)
+  CHECK_EQ(sim.pool.blocks, 0);
   sim_destroy(&sim);
 }
 
@@ -292,6 +312,7 @@ test_bufq_reserve (void) {
     p[i] = test_byte(3, 25100 + i);
   udx__bufq_commit(&q, big);
   CHECK(q.resv == NULL && q.ext != NULL);
+  CHECK_EQ(pool.blocks, 1);
   CHECK_EQ(udx__bufq_len(&q), 325100);
   // appends after it go on in the block's last stride
   CHECK_EQ(udx__bufq_append(&q, &pool, small, 10), 0);
@@ -314,28 +335,34 @@ test_bufq_reserve (void) {
   CHECK(h == want);
   // a reservation given back leaves nothing
   CHECK_EQ(udx__bufq_reserve(&q, &pool, 1 << 20, &p), 0);
-  udx__bufq_unreserve(&q);
+  CHECK_EQ(pool.blocks, 2);
+  udx__bufq_unreserve(&q, &pool);
   CHECK(q.resv == NULL);
+  CHECK_EQ(pool.blocks, 1);
   CHECK_EQ(udx__bufq_len(&q), 325110);
   // released in part, then all: the block goes with its last stride
   udx__bufq_release(&q, &pool, 1000 + 50000);
   CHECK(q.ext != NULL);
   udx__bufq_release(&q, &pool, q.end);
   CHECK(q.ext == NULL);
+  CHECK_EQ(pool.blocks, 0);
   CHECK_EQ(q.n, 0);
   CHECK_EQ(udx__bufq_append(&q, &pool, small, sizeof(small)), 0);
   CHECK_EQ(udx__bufq_reserve(&q, &pool, 400000, &p), 0);
   memset(p, 7, 400000);
   udx__bufq_commit(&q, 400000);
   CHECK(q.ext != NULL);
+  CHECK_EQ(pool.blocks, 1);
   udx__bufq_destroy(&q, &pool);
   CHECK(q.ext == NULL && q.n == 0);
+  CHECK_EQ(pool.blocks, 0);
   udx__pool_destroy(&pool);
 }
 
 static const test_case_t cases[] = {
     {"bufq_reserve", test_bufq_reserve},
     {"write_fill", test_write_fill},
+    {"write_fill_destroyed", test_write_fill_destroyed},
     {"no_alloc_per_packet", test_no_alloc_per_packet},
     {"small", test_small},
     {"clean_1mb", test_clean_1mb},
