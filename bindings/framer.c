@@ -313,7 +313,9 @@ l_framer_feed_udx (lua_State *L) {
     while (in_len > 0 && !got && !full) {
       if (f->glen == 0 && e - 1 >= max)
         break;
-      if (ludx_ss_begun(&f->ss)) {
+      uint32_t flen;
+      size_t n;
+      if (ludx_ss_begun(&f->ss, &flen, &n)) {
         // a data frame begun by feed() (it came with the handshake): gathered
         // here from now on, so it is not held twice (the decoder's frame
         // and plaintext, and its copy here: 3 x 16 MiB at most)
@@ -321,13 +323,13 @@ l_framer_feed_udx (lua_State *L) {
           full = 1; // the next call takes it, at the start of f->out
           break;
         }
-        uint32_t flen;
-        const uint8_t *have;
-        size_t n;
-        ludx_ss_take_begun(&f->ss, &flen, &have, &n);
+        // room first: a failure leaves the frame with the decoder
         if ((rc = grow_to(&f->out, &f->out_cap, n > 0 ? n : 1, flen)) < 0)
           break;
-        memcpy(f->out, have, n);
+        const uint8_t *have;
+        ludx_ss_take_begun(&f->ss, &flen, &have, &n);
+        if (n > 0)
+          memcpy(f->out, have, n);
         ludx_ss_trim_read(&f->ss, FRAMER_KEEP);
         under = 0;
         f->glen = flen;

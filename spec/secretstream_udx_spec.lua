@@ -322,6 +322,76 @@ describe("secretstream over udx: a large frame that came with the handshake", fu
   end))
 end)
 
+describe("secretstream over udx: a frame begun by feed() is taken over by feed_udx", function()
+  -- the framer alone, over a udx pair: the handshake's frames and the start
+  -- of a data frame go through feed() (as they come with the handshake), the
+  -- rest through feed_udx, which gathers the frame from where feed() left
+  -- it (not in the decoder's buffers, then copied), at every cut
+  local C = ludx.core.crypto
+  local function setup()
+    local sa = assert(udx.bind("127.0.0.1", 0))
+    local sb = assert(udx.bind("127.0.0.1", 0))
+    local _, pa = sa:address()
+    local _, pb = sb:address()
+    local ra = assert(udx.stream(1))
+    local rb = assert(udx.stream(2))
+    assert(ra:connect(sa, 2, pb, "127.0.0.1"))
+    assert(rb:connect(sb, 1, pa, "127.0.0.1"))
+    local k1, k2, hash = string.rep("\1", 32), string.rep("\2", 32), string.rep("\3", 64)
+    local a, b = C.framer(), C.framer()
+    local header = assert(a:start(true, k1, k2, hash))
+    assert(b:start(false, k2, k1, hash))
+    local p = { ra = ra, rb = rb, a = a, b = b }
+    function p.close()
+      a:destroy()
+      b:destroy()
+      ra:close()
+      rb:close()
+      sa:close()
+      sb:close()
+    end
+    return p, header
+  end
+  local function deliver(p, bytes)
+    assert(p.ra:write(bytes, 10000))
+    assert(p.ra:flush(10000))
+  end
+  local function data(n, seed) return ludx.core.datagen(seed):next(n) end
+
+  for _, cut in ipairs({ 3, 5, 17 }) do
+    it("a keep-alive cut at " .. cut .. " bytes, then a message", run(function()
+      local p, header = setup()
+      local ka, x = p.a:encrypt(""), data(3000, 1)
+      local fx = p.a:encrypt(x)
+      assert.are.equal("", p.b:feed(header .. ka:sub(1, cut)))
+      deliver(p, ka:sub(cut + 1) .. fx)
+      assert.is_true(p.b:feed_udx(p.rb:handle(), nil, true) == x)
+      p.close()
+    end))
+  end
+  for _, cut in ipairs({ 3, 4, 1000 }) do
+    for _, one in ipairs({ false, true }) do
+      it("a 1 MiB frame cut at " .. cut .. " bytes, " .. (one and "as a message" or "as bytes"), run(function()
+        local p, header = setup()
+        local x, y = data(1024 * 1024, 2), data(10, 3)
+        local fx, fy = p.a:encrypt(x), p.a:encrypt(y)
+        assert.are.equal("", p.b:feed(header .. fx:sub(1, cut)))
+        deliver(p, fx:sub(cut + 1, 500000))
+        assert.are.equal(false, p.b:feed_udx(p.rb:handle(), 65536, one))
+        deliver(p, fx:sub(500001) .. fy)
+        local parts = {}
+        while true do
+          local s = p.b:feed_udx(p.rb:handle(), 65536, one)
+          if not s then break end
+          parts[#parts + 1] = s
+        end
+        assert.is_true(table.concat(parts) == x .. y)
+        p.close()
+      end))
+    end
+  end
+end)
+
 describe("secretstream over udx: large frames in parts", function()
   local function pattern(n, seed)
     local t = {}

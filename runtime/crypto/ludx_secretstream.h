@@ -128,12 +128,13 @@ int
 ludx_ss_open_in_place (ludx_ss_t *ss, uint8_t *frame, uint32_t len, size_t *plain_len);
 /* A data frame ludx_ss_read has begun (its length read, part of its body
  * perhaps buffered) handed to a caller that gathers frames itself, so that
- * the frame is not gathered twice. ludx_ss_begun: there is one.
- * ludx_ss_take_begun: gives its L and the have_len bytes of its body so far
- * (at *have, valid until the next call on ss; copy them), and leaves the
- * decoder direct; 1, or 0 if there was none. */
+ * the frame is not gathered twice. ludx_ss_begun: there is one, with *len
+ * its L and *have_len the bytes of its body so far (either may be NULL).
+ * ludx_ss_take_begun: gives the same and the bytes (at *have, valid until
+ * the next call on ss; copy them), and leaves the decoder direct; 1, or 0
+ * if there was none. */
 bool
-ludx_ss_begun (const ludx_ss_t *ss);
+ludx_ss_begun (const ludx_ss_t *ss, uint32_t *len, size_t *have_len);
 int
 ludx_ss_take_begun (ludx_ss_t *ss, uint32_t *len, const uint8_t **have, size_t *have_len);
 /* 1 once the peer's id/header frame has been accepted. */

@@ -310,13 +310,19 @@ ludx_ss_direct (const ludx_ss_t *ss) {
 }
 
 bool
-ludx_ss_begun (const ludx_ss_t *ss) {
-  return ss->state == SS_DATA && ss->prefix_have == LUDX_SS_PREFIXBYTES;
+ludx_ss_begun (const ludx_ss_t *ss, uint32_t *len, size_t *have_len) {
+  if (ss == NULL || ss->state != SS_DATA || ss->prefix_have != LUDX_SS_PREFIXBYTES)
+    return false;
+  if (len != NULL)
+    *len = ss->frame_len;
+  if (have_len != NULL)
+    *have_len = ss->buf_len;
+  return true;
 }
 
 int
 ludx_ss_take_begun (ludx_ss_t *ss, uint32_t *len, const uint8_t **have, size_t *have_len) {
-  if (ss == NULL || len == NULL || have == NULL || have_len == NULL || !ludx_ss_begun(ss))
+  if (len == NULL || have == NULL || have_len == NULL || !ludx_ss_begun(ss, NULL, NULL))
     return 0;
   *len = ss->frame_len; /* checked when its prefix was read (A.2) */
   *have = ss->buf;

@@ -328,7 +328,9 @@ udx_stream_write (udx_stream_t *stream, const void *buf, size_t len);
 // or fill's own negative return, with nothing queued then. Runs of 256 KiB
 // and more get a mapping of their own, returned to the system as the peer
 // acks them; shorter ones that cross a 16 KiB chunk are made in a buffer
-// and copied.
+// and copied. fill must not call into this stream: a write or end from it
+// gets UV_EBUSY; a close or destroy from it makes this return UV_ENOTCONN,
+// with nothing queued. At most 2^40 bytes at once (UV_ENOMEM past that).
 typedef int (*udx_stream_fill_cb)(void *ctx, uint8_t *buf, size_t len);
 
 int

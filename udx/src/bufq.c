@@ -120,6 +120,8 @@ udx__bufq_destroy (udx_bufq_t *q, udx_pool_t *pool) {
 
 static int
 udx__bufq_grow_ring (udx_bufq_t *q) {
+  if (q->cap > UINT32_MAX / 2)
+    return UDX_ERR_NOMEM;
   uint32_t cap = q->cap ? q->cap * 2 : 8;
   uint8_t **chunks = malloc(cap * sizeof(*chunks));
   if (chunks == NULL)
@@ -203,7 +205,11 @@ udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len)
 int
 udx__bufq_reserve (udx_bufq_t *q, udx_pool_t *pool, size_t len, uint8_t **p) {
   *p = NULL;
-  if (len < UDX_BUFQ_BLOCK_MIN) {
+  if ((uint64_t) len > UDX_BUFQ_RESERVE_MAX || len > SIZE_MAX / 2)
+    return UDX_ERR_NOMEM; // and the size math below cannot wrap
+  // short, or within room made before (a short reservation given back
+  // leaves its chunks): a block would have no strides of its own
+  if (len < UDX_BUFQ_BLOCK_MIN || len <= udx__bufq_capacity(q) - q->end) {
     int err = udx__bufq_room(q, pool, len);
     if (err < 0)
       return err;

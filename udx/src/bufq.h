@@ -15,6 +15,9 @@
 // Reserved runs of at least this many bytes get a block of their own.
 #define UDX_BUFQ_BLOCK_MIN (256 * 1024)
 
+// The largest run one reservation takes (no stream queues this much).
+#define UDX_BUFQ_RESERVE_MAX ((uint64_t) 1 << 40)
+
 // A free list of equally sized blocks; keeps at most max_free cached.
 typedef struct udx_freelist_s {
   void *head;

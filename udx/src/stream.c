@@ -269,6 +269,8 @@ udx__stream_check_close (udx_stream_t *s) {
 
 static int
 udx__stream_write_check (udx_stream_t *s, uint64_t now) {
+  if (s->filling)
+    return UDX_ERR_BUSY; // a write from inside fill: its bytes would land in the reserved run
   if (udx__stream_dead(s))
     return UDX_ERR_NOTCONN;
   if (s->status & UDX_S_ENDING)
@@ -333,7 +335,11 @@ udx__stream_write_fill (udx_stream_t *s, size_t len, udx_stream_fill_cb fill, vo
     err = udx__bufq_reserve(&s->sndq, s->pool, len, &p);
     if (err < 0)
       return err;
+    s->filling = true;
     err = fill(ctx, p, len);
+    s->filling = false;
+    if (err >= 0 && udx__stream_dead(s))
+      err = UDX_ERR_NOTCONN; // closed or destroyed from inside fill
     if (err < 0) {
       udx__bufq_unreserve(&s->sndq, s->pool);
       return err;

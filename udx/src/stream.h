@@ -158,6 +158,7 @@ struct udx_stream_s {
   uint32_t snd_wl2;
   uint32_t send_rwnd;     // bytes, peer's window
   udx_bufq_t sndq;        // bytes written, not yet acked
+  bool filling;           // inside udx__stream_write_fill's fill: no other write
   uint64_t snd_pkt_off;   // next byte to packetise
   uint64_t end_off;       // write_end position
   uint64_t bytes_acked;   // total bytes delivered (cumulative or sacked)

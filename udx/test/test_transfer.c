@@ -277,6 +277,105 @@ test_write_fill_destroyed (void) {
   sim_destroy(&sim);
 }
 
+static int
+fill_fails (void *ctx, uint8_t *buf, size_t len) {
+  UDX_UNUSED(ctx);
+  UDX_UNUSED(buf);
+  UDX_UNUSED(len);
+  return -1;
+}
+
+typedef struct {
+  udx_stream_t *s;
+  uint64_t seed, at;
+  int nested;  // what a write from inside fill got
+  bool end;    // ... an end instead
+  bool cancel; // ... a destroy instead
+} fill_ctx_t;
+
+static int
+fill_seeded (void *ctx, uint8_t *buf, size_t len) {
+  fill_ctx_t *f = ctx;
+  for (size_t i = 0; i < len; i++)
+    buf[i] = test_byte(f->seed, f->at + i);
+  f->at += len;
+  return 0;
+}
+
+static int
+fill_reenters (void *ctx, uint8_t *buf, size_t len) {
+  fill_ctx_t *f = ctx;
+  if (f->cancel) {
+    f->nested = udx__stream_destroy(f->s, 0);
+  } else {
+    uint8_t x[100] = {0};
+    f->nested = udx__stream_write(f->s, x, sizeof(x), f->end, 0);
+  }
+  memset(buf, 7, len);
+  return 0;
+}
+
+static bool
+sndq_drained (sim_t *sim, void *ctx) {
+  UDX_UNUSED(sim);
+  udx_stream_t *s = ctx;
+  return s->sndq.start == s->sndq.end;
+}
+
+// A short reservation given back leaves its chunks as room; a block that
+// fits that room must not be made (it would have no strides: the queue's
+// later blocks went to the chunk pool). Then sizes no queue takes.
+static void
+test_write_fill_after_failed (void) {
+  sim_t sim;
+  sim_init(&sim, 12);
+  pair_t p = pair(&sim);
+  uint64_t total = 256 * 1024 + 6 * (1 << 20);
+  sim_app_expect(p.b, 4, total);
+  fill_ctx_t f = {.seed = 4};
+  CHECK_EQ(udx__stream_write_fill(p.a, 256 * 1024 - 1, fill_fails, NULL, sim.now), -1);
+  CHECK(udx__stream_write_fill(p.a, 256 * 1024, fill_seeded, &f, sim.now) >= 0);
+  for (int i = 0; i < 6; i++)
+    CHECK(udx__stream_write_fill(p.a, 1 << 20, fill_seeded, &f, sim.now) >= 0);
+  CHECK(sim_run(&sim, sndq_drained, p.a, 60 * UDX_US_PER_S));
+  CHECK_EQ(sim_app(p.b)->read, total);
+  CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
+  CHECK(p.a->sndq.ext == NULL);
+  CHECK_EQ(sim.pool.blocks, 0);
+  CHECK_EQ(udx__stream_write_fill(p.a, SIZE_MAX - 100, fill_seeded, &f, sim.now), UDX_ERR_NOMEM);
+  CHECK_EQ(udx__stream_write_fill(p.a, ((size_t) 1 << 40) + 1, fill_seeded, &f, sim.now), UDX_ERR_NOMEM);
+  CHECK_EQ(f.at, total);
+  sim_destroy(&sim);
+}
+
+// fill must not call into the stream: a write or an end from it is EBUSY
+// and the run lands whole; a destroy from it queues nothing (ENOTCONN).
+static void
+test_write_fill_reentry (void) {
+  sim_t sim;
+  sim_init(&sim, 13);
+  pair_t p = pair(&sim);
+  p.b->cb.on_readable = NULL; // the bytes are 7s: not read here
+  size_t sizes[] = {100, 20000, 300000};
+  for (int end = 0; end < 2; end++) {
+    for (int i = 0; i < 3; i++) {
+      uint64_t before = p.a->sndq.end;
+      fill_ctx_t f = {.s = p.a, .end = end};
+      CHECK(udx__stream_write_fill(p.a, sizes[i], fill_reenters, &f, sim.now) >= 0);
+      CHECK_EQ(f.nested, UDX_ERR_BUSY);
+      CHECK_EQ(p.a->sndq.end, before + sizes[i]);
+    }
+  }
+  CHECK(!(p.a->status & UDX_S_ENDING));
+  CHECK(sim_run(&sim, sndq_drained, p.a, 30 * UDX_US_PER_S));
+  uint64_t before = p.a->sndq.end;
+  fill_ctx_t f = {.s = p.a, .cancel = true};
+  CHECK_EQ(udx__stream_write_fill(p.a, 300000, fill_reenters, &f, sim.now), UDX_ERR_NOTCONN);
+  CHECK_EQ(p.a->sndq.end, before);
+  CHECK_EQ(sim.pool.blocks, 0);
+  sim_destroy(&sim);
+}
+
 // The queue alone: a reserved run spans the last chunk's rest and a block;
 // unreserve and destroy give everything back.
 static void
@@ -363,6 +462,8 @@ static const test_case_t cases[] = {
     {"bufq_reserve", test_bufq_reserve},
     {"write_fill", test_write_fill},
     {"write_fill_destroyed", test_write_fill_destroyed},
+    {"write_fill_after_failed", test_write_fill_after_failed},
+    {"write_fill_reentry", test_write_fill_reentry},
     {"no_alloc_per_packet", test_no_alloc_per_packet},
     {"small", test_small},
     {"clean_1mb", test_clean_1mb},

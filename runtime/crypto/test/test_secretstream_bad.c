@@ -452,18 +452,21 @@ take_begun (void) {
   uint32_t len;
   const uint8_t *have;
   size_t have_len;
-  CHECK(!ludx_ss_begun(&p.b));
+  CHECK(!ludx_ss_begun(&p.b, NULL, NULL));
   CHECK(ludx_ss_take_begun(&p.b, &len, &have, &have_len) == 0);
   /* the prefix and 1000 bytes of the body through the decoder */
   const uint8_t *in = frame, *out;
   size_t in_len = 1003, out_len;
   CHECK_RC(ludx_ss_read(&p.b, &in, &in_len, &out, &out_len), LUDX_SS_NEED_MORE);
-  CHECK(ludx_ss_begun(&p.b) && !ludx_ss_direct(&p.b));
+  uint32_t blen = 0;
+  size_t bhave = 0;
+  CHECK(ludx_ss_begun(&p.b, &blen, &bhave) && !ludx_ss_direct(&p.b));
+  CHECK(blen == flen - 3 && bhave == 1000);
   CHECK(ludx_ss_take_begun(&p.b, &len, &have, &have_len) == 1);
   CHECK(len == flen - 3 && have_len == 1000);
   uint8_t body[3100];
   memcpy(body, have, have_len);
-  CHECK(ludx_ss_direct(&p.b) && !ludx_ss_begun(&p.b));
+  CHECK(ludx_ss_direct(&p.b) && !ludx_ss_begun(&p.b, NULL, NULL));
   memcpy(body + 1000, frame + 1003, flen - 1003);
   size_t plain;
   CHECK_OK(ludx_ss_open_in_place(&p.b, body, len, &plain));
