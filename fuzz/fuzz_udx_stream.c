@@ -36,7 +36,7 @@
 #define MODE_SMALLRWND 0x40 // B's maximum window is small
 
 #define QCAP      512
-#define MAX_WRITE (256 * 1024) // per side: keeps one input fast
+#define MAX_WRITE (1024 * 1024) // per side: keeps one input fast, lets a fill take a block
 #define HEAL_US   (300 * UDX_US_PER_S)
 
 typedef struct {
@@ -227,6 +227,43 @@ app_write (udx_stream_t *s, size_t n, bool end) {
   a->written += n;
   if (end)
     a->ended = true;
+}
+
+static int
+fill_pattern (void *ctx, uint8_t *buf, size_t len) {
+  app_t *a = ctx;
+  for (size_t i = 0; i < len; i++)
+    buf[i] = pattern(a->node, a->written + i);
+  return 0;
+}
+
+static int
+fill_fails (void *ctx, uint8_t *buf, size_t len) {
+  (void) ctx;
+  memset(buf, 0xee, len); // never sent: nothing is queued
+  return -1;
+}
+
+// A write made in place (udx__stream_write_fill): short, across chunks, or a
+// block of its own; or a fill that fails and queues nothing.
+static void
+app_fill (udx_stream_t *s, size_t n, bool block, bool fails) {
+  app_t *a = s->data;
+  if (a->ended || a->closed)
+    return;
+  if (block)
+    n += UDX_BUFQ_BLOCK_MIN;
+  if (a->written + n > MAX_WRITE)
+    n = (size_t) (MAX_WRITE - a->written);
+  uint64_t end = s->sndq.end;
+  int r = udx__stream_write_fill(s, n, fails ? fill_fails : fill_pattern, a, w.now);
+  if (fails && n > 0) {
+    REQUIRE(r == -1 && s->sndq.end == end);
+    return;
+  }
+  REQUIRE(r == 0 || r == 1);
+  REQUIRE(s->sndq.end == end + n);
+  a->written += n;
 }
 
 // --- invariants
@@ -545,9 +582,15 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size) {
         advance(w.now + (uint64_t) (b * b + 1) * 100);
         break;
       }
-      case 5: // write
-        app_write(&w.s[dir], (size_t) take() * 256 + take(), false);
+      case 5: { // write, copied or made in place
+        uint32_t how = take();
+        size_t n = (size_t) take() * 256 + take();
+        if (how < 192)
+          app_write(&w.s[dir], n, false);
+        else
+          app_fill(&w.s[dir], n, how & 1, (how & 6) == 6);
         break;
+      }
       case 6: { // the reader reads, pauses or resumes
         app_t *a = &w.app[dir];
         uint8_t b = take();
