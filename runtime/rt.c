@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static ludx_rt_t *default_rt = NULL;
 
@@ -249,6 +250,31 @@ ludx_rt_untrack (ludx_closer_t *c) {
   c->next = c->prev = NULL;
 }
 
+// How long the closes at shutdown may take: a close that waits on its
+// peer ends by its own timeout well before this. LUDX_SHUTDOWN_MS
+// (test-only) sets it.
+#define SHUTDOWN_MS 60000
+
+static uint64_t
+shutdown_ms (void) {
+  const char *v = getenv("LUDX_SHUTDOWN_MS");
+  long n = v ? strtol(v, NULL, 10) : 0;
+  return n > 0 ? (uint64_t) n : SHUTDOWN_MS;
+}
+
+static void
+on_shutdown_late (uv_timer_t *t) {
+  *(int *) t->data = 1;
+  uv_stop(t->loop);
+}
+
+// arg: the bound's own timer, not reported
+static void
+report_left (uv_handle_t *h, void *arg) {
+  if (h != arg && !uv_is_closing(h))
+    fprintf(stderr, "ludx: at exit, a handle of type %s is still open%s\n", uv_handle_type_name(h->type), uv_is_active(h) ? " (active)" : "");
+}
+
 void
 ludx_rt_shutdown (ludx_rt_t *rt) {
   if (rt->closing)
@@ -262,6 +288,24 @@ ludx_rt_shutdown (ludx_rt_t *rt) {
   ludx_rt_interrupt_remove(rt);
   uv_close((uv_handle_t *) &rt->wake, NULL);
   uv_close((uv_handle_t *) &rt->intr, NULL);
+  // Bounded: a handle nobody closes must not keep the process from
+  // exiting (a hang with no CPU). Past the bound, what is left is named
+  // and the process ends with status 1.
+  int late = 0;
+  uv_timer_t bound;
+  uv_timer_init(&rt->loop, &bound);
+  bound.data = &late;
+  uint64_t bound_ms = shutdown_ms();
+  uv_timer_start(&bound, on_shutdown_late, bound_ms, 0);
+  uv_unref((uv_handle_t *) &bound); // does not keep the loop alive itself
+  uv_run(&rt->loop, UV_RUN_DEFAULT);
+  if (late) {
+    uv_walk(&rt->loop, report_left, &bound);
+    fprintf(stderr, "ludx: the loop did not close within %llu ms at exit\n", (unsigned long long) bound_ms);
+    fflush(NULL);
+    _exit(1);
+  }
+  uv_close((uv_handle_t *) &bound, NULL);
   uv_run(&rt->loop, UV_RUN_DEFAULT);
   uv_loop_close(&rt->loop);
   ludx_ring_free(&rt->ring);
