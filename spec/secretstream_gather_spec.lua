@@ -177,3 +177,42 @@ describe("secretstream framer over a udx read buffer", function()
     p.close()
   end))
 end)
+
+describe("secretstream framer: a frame begun by feed() is taken over by feed_udx", function()
+  -- the framer alone, over a udx pair: the handshake's frames and the start
+  -- of a data frame go through feed() (as they come with the handshake), the
+  -- rest through feed_udx, which gathers the frame from where feed() left
+  -- it (not in the decoder's buffers, then copied), at every cut
+  for _, cut in ipairs({ 3, 5, 17 }) do
+    it("a keep-alive cut at " .. cut .. " bytes, then a message", run(function()
+      local p, header = setup()
+      local ka, x = p.a:encrypt(""), data(3000, 1)
+      local fx = p.a:encrypt(x)
+      assert.are.equal("", p.b:feed(header .. ka:sub(1, cut)))
+      deliver(p, ka:sub(cut + 1) .. fx)
+      assert.is_true(p.b:feed_udx(p.rb:handle(), nil, true) == x)
+      p.close()
+    end))
+  end
+  for _, cut in ipairs({ 3, 4, 1000 }) do
+    for _, one in ipairs({ false, true }) do
+      it("a 1 MiB frame cut at " .. cut .. " bytes, " .. (one and "as a message" or "as bytes"), run(function()
+        local p, header = setup()
+        local x, y = data(1024 * 1024, 2), data(10, 3)
+        local fx, fy = p.a:encrypt(x), p.a:encrypt(y)
+        assert.are.equal("", p.b:feed(header .. fx:sub(1, cut)))
+        deliver(p, fx:sub(cut + 1, 500000))
+        assert.are.equal(false, p.b:feed_udx(p.rb:handle(), 65536, one))
+        deliver(p, fx:sub(500001) .. fy)
+        local parts = {}
+        while true do
+          local s = p.b:feed_udx(p.rb:handle(), 65536, one)
+          if not s then break end
+          parts[#parts + 1] = s
+        end
+        assert.is_true(table.concat(parts) == x .. y)
+        p.close()
+      end))
+    end
+  end
+end)

@@ -48,6 +48,25 @@ local function pair()
   return p
 end
 
+-- Waits (polling, no fixed sleep) until cond() holds or ms pass; its last value.
+local function poll(cond, ms)
+  local deadline = ludx.now() + ms
+  while not cond() and ludx.now() < deadline do ludx.sleep(20) end
+  return cond()
+end
+
+-- Reads s until n bytes came: the bytes, or nil, msg, code.
+local function read_n(s, n, ms)
+  local parts, got = {}, 0
+  while got < n do
+    local d, msg, code = s:read(nil, ms or 20000)
+    if not d then return nil, msg, code end
+    parts[#parts + 1] = d
+    got = got + #d
+  end
+  return table.concat(parts)
+end
+
 local function close(p)
   p.x:close()
   p.y:close()
@@ -207,17 +226,9 @@ describe("secretstream over udx: frame buffers", function()
     local p = pair()
     local big = string.rep("z", secretstream.MAX_WRITE)
     local function through(from, to)
-      local reader = ludx.spawn("reader", function()
-        local got = 0
-        while got < #big do
-          local s, msg, code = to:read(nil, 20000)
-          if not s then return nil, msg, code end
-          got = got + #s
-        end
-        return got
-      end)
+      local reader = ludx.spawn("reader", function() return read_n(to, #big) end)
       assert(from:write(big, 20000))
-      assert.are.equal(#big, reader:join(30000))
+      assert.are.equal(#big, #assert(reader:join(30000)))
     end
     through(p.x, p.y)
     through(p.y, p.x)
@@ -227,9 +238,7 @@ describe("secretstream over udx: frame buffers", function()
     assert.is_true(p.x:stats().buffer_bytes > 16 * 1024 * 1024)
     assert.is_true(p.y:stats().buffer_bytes > 16 * 1024 * 1024)
     -- a second after the last large frame they are gone (polled: no fixed sleep)
-    local deadline = ludx.now() + 15000
-    local function large() return p.x:stats().buffer_bytes > 256 * 1024 or p.y:stats().buffer_bytes > 256 * 1024 end
-    while large() and ludx.now() < deadline do ludx.sleep(50) end
+    poll(function() return p.x:stats().buffer_bytes <= 256 * 1024 and p.y:stats().buffer_bytes <= 256 * 1024 end, 15000)
     assert.is_true(p.x:stats().buffer_bytes <= 256 * 1024, "buffer_bytes " .. p.x:stats().buffer_bytes)
     assert.is_true(p.y:stats().buffer_bytes <= 256 * 1024, "buffer_bytes " .. p.y:stats().buffer_bytes)
     -- and the stream goes on: another large frame, then small ones
@@ -249,17 +258,7 @@ describe("secretstream over udx: a large frame is sealed in the send queue", fun
     local sizes = { M - 21, M - 20, M, 5000001, 2 * M } -- frame: size + 20
     for i, n in ipairs(sizes) do
       local data = string.rep(string.char(64 + i), n - 1) .. "!"
-      local reader = ludx.spawn("reader", function()
-        local parts = {}
-        local got = 0
-        while got < n do
-          local s, msg, code = p.y:read(nil, 20000)
-          if not s then return nil, msg, code end
-          parts[#parts + 1] = s
-          got = got + #s
-        end
-        return table.concat(parts)
-      end)
+      local reader = ludx.spawn("reader", function() return read_n(p.y, n) end)
       assert(p.x:write(data, 20000))
       -- right after the write, before any trim: what frames below the line
       -- use (up to 4 MiB), never the frame's size
@@ -284,19 +283,12 @@ describe("secretstream over udx: a peer that stalls inside a large frame", funct
     local cut = 400 * 1024
     assert(p.ra:write(frame:sub(1, cut)))
     assert(p.ra:flush(10000))
-    local function poll(cond, ms)
-      local deadline = ludx.now() + ms
-      while not cond() and ludx.now() < deadline do ludx.sleep(20) end
-      return cond()
-    end
     -- y gathers 400 KiB, the trim finds them held, and no timer is left
     assert.is_true(poll(function() return p.y:stats().buffer_bytes > 256 * 1024 end, 10000))
     assert.is_true(poll(function() return p.y.trim_timer == nil end, 10000), "the trim timer keeps firing")
     -- the rest arrives: the frame reads whole, and its buffers go a second later
     assert(p.ra:write(frame:sub(cut + 1)))
-    local n = 0
-    while n < #big do n = n + #assert(p.y:read(nil, 10000)) end
-    assert.are.equal(#big, n)
+    assert.are.equal(#big, #assert(read_n(p.y, #big, 10000)))
     assert.is_true(poll(function() return p.y:stats().buffer_bytes <= 256 * 1024 end, 15000),
       "buffer_bytes " .. p.y:stats().buffer_bytes)
     close(p)
@@ -314,83 +306,12 @@ describe("secretstream over udx: a large frame that came with the handshake", fu
     local big = string.rep("q", 1024 * 1024)
     assert(x:write(big)) -- queued: sent with the handshake's last message
     assert(y:ready(10000))
-    local n = 0
-    while n < #big do n = n + #assert(y:read(nil, 10000)) end
+    assert(read_n(y, #big, 10000))
     -- the gathered frame's own buffer (about 1 MiB) may stay until the
     -- trim; the decoder's two copies of it must not
     assert.is_true(y:stats().buffer_bytes < 1.5 * 1024 * 1024, "buffer_bytes " .. y:stats().buffer_bytes)
     close(p)
   end))
-end)
-
-describe("secretstream over udx: a frame begun by feed() is taken over by feed_udx", function()
-  -- the framer alone, over a udx pair: the handshake's frames and the start
-  -- of a data frame go through feed() (as they come with the handshake), the
-  -- rest through feed_udx, which gathers the frame from where feed() left
-  -- it (not in the decoder's buffers, then copied), at every cut
-  local C = ludx.core.crypto
-  local function setup()
-    local sa = assert(udx.bind("127.0.0.1", 0))
-    local sb = assert(udx.bind("127.0.0.1", 0))
-    local _, pa = sa:address()
-    local _, pb = sb:address()
-    local ra = assert(udx.stream(1))
-    local rb = assert(udx.stream(2))
-    assert(ra:connect(sa, 2, pb, "127.0.0.1"))
-    assert(rb:connect(sb, 1, pa, "127.0.0.1"))
-    local k1, k2, hash = string.rep("\1", 32), string.rep("\2", 32), string.rep("\3", 64)
-    local a, b = C.framer(), C.framer()
-    local header = assert(a:start(true, k1, k2, hash))
-    assert(b:start(false, k2, k1, hash))
-    local p = { ra = ra, rb = rb, a = a, b = b }
-    function p.close()
-      a:destroy()
-      b:destroy()
-      ra:close()
-      rb:close()
-      sa:close()
-      sb:close()
-    end
-    return p, header
-  end
-  local function deliver(p, bytes)
-    assert(p.ra:write(bytes, 10000))
-    assert(p.ra:flush(10000))
-  end
-  local function data(n, seed) return ludx.core.datagen(seed):next(n) end
-
-  for _, cut in ipairs({ 3, 5, 17 }) do
-    it("a keep-alive cut at " .. cut .. " bytes, then a message", run(function()
-      local p, header = setup()
-      local ka, x = p.a:encrypt(""), data(3000, 1)
-      local fx = p.a:encrypt(x)
-      assert.are.equal("", p.b:feed(header .. ka:sub(1, cut)))
-      deliver(p, ka:sub(cut + 1) .. fx)
-      assert.is_true(p.b:feed_udx(p.rb:handle(), nil, true) == x)
-      p.close()
-    end))
-  end
-  for _, cut in ipairs({ 3, 4, 1000 }) do
-    for _, one in ipairs({ false, true }) do
-      it("a 1 MiB frame cut at " .. cut .. " bytes, " .. (one and "as a message" or "as bytes"), run(function()
-        local p, header = setup()
-        local x, y = data(1024 * 1024, 2), data(10, 3)
-        local fx, fy = p.a:encrypt(x), p.a:encrypt(y)
-        assert.are.equal("", p.b:feed(header .. fx:sub(1, cut)))
-        deliver(p, fx:sub(cut + 1, 500000))
-        assert.are.equal(false, p.b:feed_udx(p.rb:handle(), 65536, one))
-        deliver(p, fx:sub(500001) .. fy)
-        local parts = {}
-        while true do
-          local s = p.b:feed_udx(p.rb:handle(), 65536, one)
-          if not s then break end
-          parts[#parts + 1] = s
-        end
-        assert.is_true(table.concat(parts) == x .. y)
-        p.close()
-      end))
-    end
-  end
 end)
 
 describe("secretstream over udx: large frames in parts", function()
