@@ -20,17 +20,10 @@
 --   1,000,000 pairs, 100,000 warm-up, 108 s: heap 302.4 -> 302.4 KB (+0.0%), RSS 4816 -> 4820 KB (+0.1%)
 local ludx = require "ludx"
 local udx = require "ludx.udx"
+local soak = require "ludx.bench.soak"
 
 local PAIRS = tonumber(arg and arg[1]) or 200000
 local WARMUP = tonumber(arg and arg[2]) or math.floor(PAIRS / 10)
-local STEPS = 20
-
-local function rss_kb()
-  local f = assert(io.open("/proc/self/statm"))
-  local s = f:read("*l")
-  f:close()
-  return tonumber(s:match("^%d+ (%d+)")) * 4
-end
 
 local a = assert(udx.bind("127.0.0.1", 0))
 local b = assert(udx.bind("127.0.0.1", 0))
@@ -62,25 +55,10 @@ local function one(i)
   assert(not s1:error() and not s2:error(), "a graceful close ended with an error")
 end
 
-for i = 1, WARMUP do one(i) end
-local heap, rss = {}, {}
-for k = 1, STEPS do heap[k], rss[k] = 0, 0 end
-local t0 = ludx.now()
-local per = PAIRS / STEPS
-for k = 1, STEPS do
-  for i = 1, per do one(WARMUP + (k - 1) * per + i) end
-  collectgarbage()
-  collectgarbage()
-  heap[k], rss[k] = collectgarbage("count"), rss_kb()
-  io.write(string.format("%3d%%  heap %8.1f KB  rss %6d KB\n", k * 100 / STEPS, heap[k], rss[k]))
-end
+local r = soak.run(one, { count = PAIRS, warmup = WARMUP })
 a:close()
 b:close()
--- first 10% against the last 10% (two samples each)
-local h0, h1 = (heap[1] + heap[2]) / 2, (heap[STEPS - 1] + heap[STEPS]) / 2
-local r0, r1 = (rss[1] + rss[2]) / 2, (rss[STEPS - 1] + rss[STEPS]) / 2
-local dh, dr = (h1 / h0 - 1) * 100, (r1 / r0 - 1) * 100
-local flat = dh <= 5 and dr <= 5
+local flat = r.dh <= 5 and r.dr <= 5
 print(string.format("%d graceful close pairs in %.1f s: heap %.1f -> %.1f KB (%+.1f%%), RSS %d -> %d KB (%+.1f%%): %s",
-  PAIRS, (ludx.now() - t0) / 1000, h0, h1, dh, r0, r1, dr, flat and "FLAT" or "NOT FLAT"))
+  PAIRS, r.seconds, r.h0, r.h1, r.dh, r.r0, r.r1, r.dr, flat and "FLAT" or "NOT FLAT"))
 os.exit(flat and 0 or 1)

@@ -24,17 +24,10 @@
 local ludx = require "ludx"
 local udx = require "ludx.udx"
 local secretstream = require "ludx.secretstream"
+local soak = require "ludx.bench.soak"
 
 local PAIRS = tonumber(arg and arg[1]) or 2000
 local WARMUP = tonumber(arg and arg[2]) or math.floor(PAIRS / 10)
-local STEPS = 20
-
-local function rss_kb()
-  local f = assert(io.open("/proc/self/statm"))
-  local s = f:read("*l")
-  f:close()
-  return tonumber(s:match("^%d+ (%d+)")) * 4
-end
 
 local function mappings()
   local n = 0
@@ -85,24 +78,12 @@ local function one(i)
   assert(not s1:error() and not s2:error(), "a graceful close ended with an error")
 end
 
-for i = 1, WARMUP do one(i) end
-local heap, rss, maps = {}, {}, {}
-local t0 = ludx.now()
-local per = PAIRS / STEPS
-for k = 1, STEPS do
-  for i = 1, per do one(WARMUP + (k - 1) * per + i) end
-  collectgarbage()
-  collectgarbage()
-  heap[k], rss[k], maps[k] = collectgarbage("count"), rss_kb(), mappings()
-  io.write(string.format("%3d%%  heap %8.1f KB  rss %6d KB  mappings %d\n", k * 100 / STEPS, heap[k], rss[k], maps[k]))
-end
+local r = soak.run(one, { count = PAIRS, warmup = WARMUP, extra = { name = "mappings", fn = mappings } })
 a:close()
 b:close()
-local h0, h1 = (heap[1] + heap[2]) / 2, (heap[STEPS - 1] + heap[STEPS]) / 2
-local r0, r1 = (rss[1] + rss[2]) / 2, (rss[STEPS - 1] + rss[STEPS]) / 2
-local m0, m1 = math.max(maps[1], maps[2]), math.max(maps[STEPS - 1], maps[STEPS])
-local dh, dr = (h1 / h0 - 1) * 100, (r1 / r0 - 1) * 100
-local flat = dh <= 5 and dr <= 15 and m1 <= m0
+local n = #r.extra
+local m0, m1 = math.max(r.extra[1], r.extra[2]), math.max(r.extra[n - 1], r.extra[n])
+local flat = r.dh <= 5 and r.dr <= 15 and m1 <= m0
 print(string.format("%d large-frame pairs in %.1f s: heap %.1f -> %.1f KB (%+.1f%%), RSS %d -> %d KB (%+.1f%%), mappings %d -> %d: %s",
-  PAIRS, (ludx.now() - t0) / 1000, h0, h1, dh, r0, r1, dr, m0, m1, flat and "FLAT" or "NOT FLAT"))
+  PAIRS, r.seconds, r.h0, r.h1, r.dh, r.r0, r.r1, r.dr, m0, m1, flat and "FLAT" or "NOT FLAT"))
 os.exit(flat and 0 or 1)

@@ -42,13 +42,7 @@ local STEP = math.max(1, math.floor(REQUESTS / 100))
 -- LUDX_SOAK_JIT=off runs it interpreted (tells JIT code growth from a leak)
 if os.getenv("LUDX_SOAK_JIT") == "off" then jit.off() end
 
-local function rss_kb()
-  local f = io.open("/proc/self/statm")
-  if not f then return 0 end
-  local _, resident = f:read("*n", "*n")
-  f:close()
-  return (resident or 0) * 4
-end
+local rss_kb = require("ludx.bench.soak").rss_kb
 
 local function heap_kb()
   collectgarbage("collect")
