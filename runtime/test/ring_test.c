@@ -7,13 +7,7 @@
 
 #include "ring.h"
 
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (!(c)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      return 1;                                                             \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 int
 main (void) {

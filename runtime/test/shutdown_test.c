@@ -10,13 +10,7 @@
 
 #include "rt.h"
 
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (!(c)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      return 1;                                                             \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 static void
 on_tick (uv_timer_t *t) {
