@@ -24,6 +24,11 @@
 // chunks, which costs less CPU than it saves memory below this size.
 #define FRAMER_FILL_MIN (4 * 1024 * 1024)
 
+// The event kind of a frame sealed off the loop (f:seal_udx).
+static uint32_t ev_sealed;
+
+struct seal_job_s;
+
 static void
 push_bytes (lua_State *L, const uint8_t *p, size_t len) {
   lua_pushlstring(L, (const char *) p, len);
@@ -35,9 +40,27 @@ typedef struct {
   size_t pend_len, pend_cap;
   uint8_t *out; // plaintext of several frames of one feed
   size_t out_len, out_cap;
-  uint32_t glen, ghave;  // feed_udx: the frame being gathered in out (L, bytes so far)
-  size_t rd_off, rd_len; // feed_udx: a large frame's plaintext in out, still to hand over
+  uint32_t glen, ghave;   // feed_udx: the frame being gathered in out (L, bytes so far)
+  size_t rd_off, rd_len;  // feed_udx: a large frame's plaintext in out, still to hand over
+  struct seal_job_s *job; // a frame being sealed off the loop (f:seal_udx)
 } framer_t;
+
+// A frame sealed on the libuv thread pool, straight into a run of the udx
+// send queue (udx_stream_write_begin). The worker touches only the job:
+// the plaintext (a Lua string the caller keeps until the event), a copy of
+// the send state, and the run's memory. The framer and the stream may go
+// meanwhile: the framer lets go of the job, the run keeps its memory.
+typedef struct seal_job_s {
+  uv_work_t req;
+  framer_t *f; // NULL once the framer was freed
+  udx_stream_run_t *run;
+  uint8_t *buf;
+  const uint8_t *msg;
+  size_t len;
+  ludx_ss_push_t st;
+  ludx_rt_t *rt;
+  uint32_t ref;
+} seal_job_t;
 
 static framer_t *
 check_framer (lua_State *L) {
@@ -82,6 +105,8 @@ out_append (framer_t *f, const uint8_t *p, size_t n) {
 
 static void
 framer_free (framer_t *f) {
+  if (f->job)
+    f->job->f = NULL;
   ludx_ss_destroy(&f->ss);
   if (f->out)
     ludx_wipe(f->out, f->out_cap);
@@ -146,6 +171,8 @@ l_framer_encrypt (lua_State *L) {
   framer_t *f = check_framer(L);
   size_t len;
   const char *msg = ludx_check_lstring(L, 2, "data", &len);
+  if (f->job)
+    return ludx_push_error(L, "a frame is being sealed", "EBUSY");
   const uint8_t *frame;
   size_t frame_len;
   int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
@@ -472,6 +499,8 @@ l_framer_encrypt_udx (lua_State *L) {
   const char *msg = ludx_check_lstring(L, 3, "data", &len);
   if (st == NULL || closed)
     return ludx_push_error(L, "stream is closed", "EPIPE");
+  if (f->job)
+    return ludx_push_error(L, "a frame is being sealed", "EBUSY");
   int r;
   if (len <= LUDX_SS_MAX_WRITE && ludx_ss_frame_size(len) >= FRAMER_FILL_MIN) {
     seal_call_t c = {.ss = &f->ss, .msg = (const uint8_t *) msg, .len = len, .rc = 0};
@@ -489,6 +518,84 @@ l_framer_encrypt_udx (lua_State *L) {
   if (r < 0)
     return ludx_push_uv_error(L, r);
   lua_pushinteger(L, r);
+  return 1;
+}
+
+static void
+seal_work (uv_work_t *req) {
+  seal_job_t *j = req->data;
+  ludx_ss_seal_with(&j->st, j->msg, j->len, j->buf);
+}
+
+static void
+seal_done (uv_work_t *req, int status) {
+  seal_job_t *j = req->data;
+  int r = status;
+  if (status == 0) {
+    if (j->f) {
+      ludx_ss_seal_end(&j->f->ss, &j->st, j->len);
+      j->f->job = NULL;
+    }
+    // queued even when the framer went (a graceful close): the frame is
+    // whole and the next the peer expects
+    r = udx_stream_write_commit(j->run, 1);
+  } else {
+    if (j->f)
+      j->f->job = NULL;
+    udx_stream_write_commit(j->run, 0);
+  }
+  ludx_wipe(&j->st, sizeof(j->st));
+  ludx_rt_post(j->rt, ev_sealed, j->ref, r, 0);
+  free(j);
+}
+
+// f:seal_udx(stream, plaintext, ref) -> true | nil, msg, code. One frame
+// sealed on the thread pool into the stream's send queue, while the loop
+// sends what came before it. Then a SEALED event for ref, whose a is what
+// the queueing returned (1 below the high-water mark, 0 above, or a
+// negative UV_E* code). The caller keeps plaintext until the event; no
+// other frame is sealed or written meanwhile (EBUSY).
+static int
+l_framer_seal_udx (lua_State *L) {
+  framer_t *f = check_framer(L);
+  int closed;
+  udx_stream_t *st = ludx_udx_stream_of(L, 2, &closed);
+  size_t len;
+  const char *msg = ludx_check_lstring(L, 3, "data", &len);
+  uint32_t ref = ludx_check_ref(L, 4);
+  if (st == NULL || closed)
+    return ludx_push_error(L, "stream is closed", "EPIPE");
+  if (f->job)
+    return ludx_push_error(L, "a frame is being sealed", "EBUSY");
+  seal_job_t *j = calloc(1, sizeof(*j));
+  if (j == NULL)
+    return ludx_push_uv_error(L, UV_ENOMEM);
+  int rc = ludx_ss_seal_begin(&f->ss, len, &j->st);
+  if (rc < 0) {
+    free(j);
+    return ludx_push_crypto_error(L, rc);
+  }
+  int r = udx_stream_write_begin(st, ludx_ss_frame_size(len), &j->run, &j->buf);
+  if (r < 0) {
+    ludx_wipe(&j->st, sizeof(j->st));
+    free(j);
+    return ludx_push_uv_error(L, r);
+  }
+  j->f = f;
+  j->msg = (const uint8_t *) msg;
+  j->len = len;
+  j->rt = ludx_bind_rt(L);
+  j->ref = ref;
+  j->req.data = j;
+  r = uv_queue_work(&j->rt->loop, &j->req, seal_work, seal_done);
+  if (r < 0) {
+    udx_stream_write_commit(j->run, 0);
+    ludx_wipe(&j->st, sizeof(j->st));
+    free(j);
+    return ludx_push_uv_error(L, r);
+  }
+  f->job = j;
+  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -591,12 +698,14 @@ l_secretstream_rate (lua_State *L) {
 
 void
 ludx_bind_framer (lua_State *L) {
+  ev_sealed = ludx_rt_kind("SEALED");
   static const luaL_Reg methods[] = {
       {"start", l_framer_start},
       {"encrypt", l_framer_encrypt},
       {"feed", l_framer_feed},
       {"feed_udx", l_framer_feed_udx},
       {"encrypt_udx", l_framer_encrypt_udx},
+      {"seal_udx", l_framer_seal_udx},
       {"pending", l_framer_pending},
       {"trim", l_framer_trim},
       {"rest", l_framer_rest},

@@ -255,7 +255,7 @@ describe("secretstream over udx: a large frame is sealed in the send queue", fun
   it("arrives whole, at every size around the line, with no sender buffer of its size", run(function()
     local p = pair()
     local M = 4 * 1024 * 1024
-    local sizes = { M - 21, M - 20, M, 5000001, 2 * M } -- frame: size + 20
+    local sizes = { M - 21, M - 20, M, 5000001, 2 * M, 16777198, 16777198 } -- frame: size + 20
     for i, n in ipairs(sizes) do
       local data = string.rep(string.char(64 + i), n - 1) .. "!"
       local reader = ludx.spawn("reader", function() return read_n(p.y, n) end)
@@ -267,6 +267,115 @@ describe("secretstream over udx: a large frame is sealed in the send queue", fun
     end
     assert(p.y:write("back"))
     assert.are.equal("back", p.x:read(nil, 10000))
+    close(p)
+  end))
+end)
+
+-- Mappings of this process (/proc/self/maps lines): a block of the send
+-- queue left mapped shows here.
+local function mappings()
+  local f = io.open("/proc/self/maps")
+  if not f then return 0 end
+  local n = 0
+  for _ in f:lines() do n = n + 1 end
+  f:close()
+  return n
+end
+
+-- Turns the loop until cond() holds (a seal lasts a few ms: a sleep of
+-- 20 ms could miss it) or ms pass.
+local function poll_turns(cond, ms)
+  local deadline = ludx.now() + ms
+  while not cond() and ludx.now() < deadline do ludx.yield() end
+  return cond()
+end
+
+describe("secretstream over udx: a large frame is sealed off the loop", function()
+  -- from 4 MiB on, the frame is sealed on the thread pool while the loop
+  -- sends and acks; the stream keeps its order and its lock meanwhile
+  local M = 4 * 1024 * 1024
+
+  it("arrives whole as the first frames, while the frame before it is acked", run(function()
+    -- no traffic before: the queue empties (its last bytes acked) while
+    -- the next frame is sealed, and must keep its layout under the run
+    local p = wrapped()
+    assert(p.x:ready(10000))
+    local n = 5 * 1000 * 1000
+    local frames = { string.rep("1", n), string.rep("2", n), string.rep("3", n) }
+    local reader = ludx.spawn("reader", function() return read_n(p.y, 3 * n, 30000) end)
+    for i = 1, 3 do assert(p.x:write(frames[i], 20000)) end
+    assert.is_true(reader:join(30000) == table.concat(frames))
+    close(p)
+  end))
+
+  it("is followed by a finish called while it is sealed", run(function()
+    local p = pair()
+    local big = string.rep("b", 5 * 1024 * 1024 - 1) .. "!"
+    local w = ludx.spawn("big writer", function() return p.x:write(big, 20000) end)
+    -- finish waits for the write lock, which the seal holds: its END goes
+    -- after the frame
+    assert.is_true(poll_turns(function() return p.x.sealing ~= nil end, 10000), "no seal under way")
+    local f = ludx.spawn("finisher", function() return p.x:finish(20000) end)
+    assert.is_true(w:join(30000))
+    assert.is_true(read_n(p.y, #big, 30000) == big)
+    assert.is_nil(p.y:read(nil, 10000)) -- EOF
+    assert.is_true(f:join(30000))
+    assert.are.equal(2, p.x:stats().frames_out) -- hello, big
+    close(p)
+  end))
+
+  it("goes out whole when its writer is cancelled meanwhile, and the stream writes on", run(function()
+    local p = pair()
+    local big = string.rep("c", M + 12345)
+    local w = ludx.spawn("cancelled writer", function() return p.x:write(big, 20000) end)
+    assert.is_true(poll_turns(function() return p.x.sealing ~= nil end, 10000), "no seal under way")
+    w:cancel()
+    w:join(10000)
+    -- the lock stays with the seal, then goes: the next write is not wedged
+    assert(p.x:write("next", 20000))
+    assert.are.equal(#big + 4, #assert(read_n(p.y, #big + 4, 30000)))
+    assert(p.y:write("back"))
+    assert.are.equal("back", p.x:read(nil, 10000))
+    close(p)
+  end))
+
+  it("closes gracefully after a frame under seal, which the peer reads whole", run(function()
+    local p = pair()
+    local big = string.rep("d", M)
+    local w = ludx.spawn("writer", function() return p.x:write(big, 20000) end)
+    assert.is_true(poll_turns(function() return p.x.sealing ~= nil end, 10000), "no seal under way")
+    local reader = ludx.spawn("reader", function() return read_n(p.y, #big, 30000) end)
+    local closer = ludx.spawn("closer", function() return p.x:close(20000) end)
+    assert.is_true(w:join(30000))
+    assert.are.equal(#big, #reader:join(30000))
+    assert.are.equal(nil, p.y:read(nil, 10000)) -- EOF after it
+    assert.is_true(closer:join(30000))
+    p.y:close()
+    p.sa:close()
+    p.sb:close()
+  end))
+
+  it("lets go of its memory when the stream is destroyed meanwhile", run(function()
+    local p = pair()
+    local before = mappings()
+    local big = string.rep("e", 8 * 1024 * 1024)
+    for _ = 1, 3 do
+      local w = ludx.spawn("writer", function() return p.x:write(big, 20000) end)
+      assert.is_true(poll_turns(function() return p.x.sealing ~= nil end, 10000), "no seal under way")
+      p.ra:destroy()
+      local ok, _, code = w:join(30000)
+      assert.is_nil(ok)
+      assert.is_string(code)
+      assert.is_true(poll(function() return p.x.sealing == nil end, 10000))
+      p.x:destroy()
+      p.y:destroy()
+      p.sa:close()
+      p.sb:close()
+      p = pair()
+    end
+    -- the runs' blocks (8 MiB each) were unmapped at their commits
+    collectgarbage()
+    assert.is_true(poll(function() return mappings() <= before + 4 end, 10000), "mappings " .. before .. " -> " .. mappings())
     close(p)
   end))
 end)

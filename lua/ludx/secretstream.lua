@@ -368,7 +368,7 @@ end
 
 fused = require("ludx.secretstream.udx").bind({
   push_plain = push_plain, fail = fail, on_eof = on_eof, check_header = check_header,
-  wait_room = wait_room, sealed = sealed, watch_size = watch_size,
+  wait_room = wait_room, sealed = sealed, watch_size = watch_size, unlock = unlock,
 })
 
 local function pump(self)
@@ -701,14 +701,22 @@ function Stream:write(data, timeout)
   if not self.is_ready then ok, m, c = self:ready(left(deadline)) end
   if ok then ok, m, c = lock(self, deadline, "write") end
   if ok then
-    if self.fused then
-      ok, m, c = fused.write(self, data, deadline)
-    else
-      local frame
-      frame, m, c = encrypt(self, data)
-      if frame then ok, m, c = raw_write(self, frame, deadline) else ok = nil end
+    local done, err = pcall(function()
+      if self.fused then
+        ok, m, c = fused.write(self, data, deadline)
+      else
+        local frame
+        frame, m, c = encrypt(self, data)
+        if frame then ok, m, c = raw_write(self, frame, deadline) else ok = nil end
+      end
+    end)
+    -- a cancel (or error) while locked: the lock goes, unless a seal under
+    -- way holds it (it lets go at its end)
+    if not (self.fused and fused.sealing(self)) then unlock(self) end
+    if not done then
+      self.writing = false
+      error(err, 0)
     end
-    unlock(self)
   end
   self.writing = false
   if not ok then

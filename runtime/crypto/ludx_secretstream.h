@@ -99,6 +99,22 @@ ludx_ss_encrypt (ludx_ss_t *ss, const uint8_t *msg, size_t len, uint8_t *out, si
 int
 ludx_ss_encrypt_frame (ludx_ss_t *ss, const uint8_t *msg, size_t len, const uint8_t **frame, size_t *frame_len);
 
+/* Sealing a frame off the loop thread. ludx_ss_seal_begin checks ss as
+ * ludx_ss_encrypt does and copies its send state into *st; no other frame
+ * may be sealed with ss until ludx_ss_seal_end puts *st back (and counts
+ * the frame). ludx_ss_seal_with makes the frame (ludx_ss_frame_size(len)
+ * bytes at out) from *st alone, so any thread may run it. */
+typedef crypto_secretstream_xchacha20poly1305_state ludx_ss_push_t;
+
+int
+ludx_ss_seal_begin (const ludx_ss_t *ss, size_t len, ludx_ss_push_t *st);
+
+void
+ludx_ss_seal_with (ludx_ss_push_t *st, const uint8_t *msg, size_t len, uint8_t *out);
+
+void
+ludx_ss_seal_end (ludx_ss_t *ss, const ludx_ss_push_t *st, size_t len);
+
 /* Consume raw bytes from (*in, *in_len), advancing both, until one frame
  * is complete. Returns LUDX_SS_HANDSHAKE or LUDX_SS_DATA with the frame at
  * (*out, *out_len), valid until the next call; LUDX_SS_NEED_MORE once the

@@ -160,6 +160,33 @@ ludx_ss_encrypt (ludx_ss_t *ss, const uint8_t *msg, size_t len, uint8_t *out, si
 }
 
 int
+ludx_ss_seal_begin (const ludx_ss_t *ss, size_t len, ludx_ss_push_t *st) {
+  if (ss == NULL || st == NULL)
+    return LUDX_CRYPTO_EINVAL;
+  if (ss->state == SS_FAILED)
+    return ss->error;
+  if (ss->state == SS_HANDSHAKE)
+    return LUDX_CRYPTO_ESTATE;
+  if (len > LUDX_SS_MAX_WRITE) /* A.2 */
+    return LUDX_CRYPTO_ETOOLARGE;
+  *st = ss->push;
+  return 0;
+}
+
+void
+ludx_ss_seal_with (ludx_ss_push_t *st, const uint8_t *msg, size_t len, uint8_t *out) {
+  ludx_ss_prefix(out, len + LUDX_SS_ABYTES);
+  crypto_secretstream_xchacha20poly1305_push(st, out + LUDX_SS_PREFIXBYTES, NULL, msg, len, NULL, 0, crypto_secretstream_xchacha20poly1305_TAG_MESSAGE);
+}
+
+void
+ludx_ss_seal_end (ludx_ss_t *ss, const ludx_ss_push_t *st, size_t len) {
+  ss->push = *st;
+  ss->stats.frames_out++;
+  ss->stats.bytes_out += len;
+}
+
+int
 ludx_ss_encrypt_frame (ludx_ss_t *ss, const uint8_t *msg, size_t len, const uint8_t **frame, size_t *frame_len) {
   if (ss == NULL || frame == NULL || frame_len == NULL)
     return LUDX_CRYPTO_EINVAL;

@@ -336,6 +336,23 @@ typedef int (*udx_stream_fill_cb)(void *ctx, uint8_t *buf, size_t len);
 int
 udx_stream_write_fill (udx_stream_t *stream, size_t len, udx_stream_fill_cb fill, void *ctx);
 
+// A run of len bytes (> 0) to be made later, off the loop thread too: *buf
+// is the send queue's own memory (a mapping of its own), written by the
+// caller until udx_stream_write_commit, which only the loop thread calls.
+// Meanwhile other writes and ends get UV_EBUSY. A close, destroy or free
+// of the stream meanwhile leaves *buf mapped: the commit then frees it
+// and returns UV_ENOTCONN. 0, UV_EBUSY, UV_EPIPE, UV_ENOTCONN, UV_ENOMEM.
+typedef struct udx_stream_run_s udx_stream_run_t;
+
+int
+udx_stream_write_begin (udx_stream_t *stream, size_t len, udx_stream_run_t **run, uint8_t **buf);
+
+// Queues the run's bytes (keep) or gives the run back (nothing queued);
+// frees the run either way. Returns as udx_stream_write, UV_ENOTCONN when
+// the stream was closed or freed since the begin (nothing queued).
+int
+udx_stream_write_commit (udx_stream_run_t *run, int keep);
+
 // Half-close: queues optional last bytes and END. on_finish once acked.
 int
 udx_stream_write_end (udx_stream_t *stream, const void *buf, size_t len);

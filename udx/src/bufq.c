@@ -202,6 +202,42 @@ udx__bufq_append (udx_bufq_t *q, udx_pool_t *pool, const void *data, size_t len)
   return 0;
 }
 
+// A block: [pad][lead: the room left in the queue's chunks, copied to them
+// at commit][strides], with the strides page aligned so that released ones
+// can be unmapped. A run that fits the lead has no strides: it is copied
+// whole at commit, and the mapping goes then.
+static int
+udx__bufq_map_block (udx_bufq_t *q, udx_pool_t *pool, size_t len, udx_bufq_ext_t **out, uint8_t **p) {
+  uint64_t capacity = udx__bufq_capacity(q);
+  size_t lead = (size_t) (capacity - q->end);
+  size_t page = udx__page_size();
+  size_t nstr = len > lead ? (len - lead + UDX_CHUNK_SIZE - 1) / UDX_CHUNK_SIZE : 0;
+  size_t pad = (page - lead % page) % page;
+  size_t size = pad + lead + nstr * UDX_CHUNK_SIZE;
+  size = (size + page - 1) / page * page;
+  while (q->cap - q->n < nstr) {
+    if (udx__bufq_grow_ring(q) < 0)
+      return UDX_ERR_NOMEM;
+  }
+  udx_bufq_ext_t *e = calloc(1, sizeof(*e));
+  if (e == NULL)
+    return UDX_ERR_NOMEM;
+  void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) {
+    free(e);
+    return UDX_ERR_NOMEM;
+  }
+  pool->blocks++;
+  e->map = map;
+  e->map_len = size;
+  e->strides = e->map + pad + lead;
+  e->off = capacity;
+  e->end_off = capacity + (uint64_t) nstr * UDX_CHUNK_SIZE;
+  *out = e;
+  *p = e->map + pad;
+  return 0;
+}
+
 int
 udx__bufq_reserve (udx_bufq_t *q, udx_pool_t *pool, size_t len, uint8_t **p) {
   *p = NULL;
@@ -228,53 +264,24 @@ udx__bufq_reserve (udx_bufq_t *q, udx_pool_t *pool, size_t len, uint8_t **p) {
     return 0;
   }
 
-  // A block: [pad][lead: the room left in the queue's chunks, copied to them
-  // at commit][strides], with the strides page aligned so that released ones
-  // can be unmapped.
-  uint64_t capacity = udx__bufq_capacity(q);
-  size_t lead = (size_t) (capacity - q->end);
-  size_t page = udx__page_size();
-  size_t nstr = (len - lead + UDX_CHUNK_SIZE - 1) / UDX_CHUNK_SIZE;
-  size_t pad = (page - lead % page) % page;
-  size_t size = pad + lead + nstr * UDX_CHUNK_SIZE;
-  size = (size + page - 1) / page * page;
-  while (q->cap - q->n < nstr) {
-    if (udx__bufq_grow_ring(q) < 0)
-      return UDX_ERR_NOMEM;
-  }
-  udx_bufq_ext_t *e = calloc(1, sizeof(*e));
-  if (e == NULL)
-    return UDX_ERR_NOMEM;
-  void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (map == MAP_FAILED) {
-    free(e);
-    return UDX_ERR_NOMEM;
-  }
-  pool->blocks++;
-  e->map = map;
-  e->map_len = size;
-  e->strides = e->map + pad + lead;
-  e->off = capacity;
-  e->end_off = capacity + (uint64_t) nstr * UDX_CHUNK_SIZE;
+  udx_bufq_ext_t *e;
+  int err = udx__bufq_map_block(q, pool, len, &e, p);
+  if (err < 0)
+    return err;
   q->resv = e;
-  *p = e->map + pad;
   return 0;
 }
 
-void
-udx__bufq_commit (udx_bufq_t *q, size_t len) {
-  udx_bufq_ext_t *e = q->resv;
-  if (e == NULL) {
-    q->end += len; // made in place
-    return;
-  }
-  q->resv = NULL;
-  if (e->map == NULL) {
-    udx__bufq_copy_in(q, e->strides, len); // room was made at reserve
-    free(e);
-    return;
-  }
+// Appends a mapped block's run: the lead copied to the queue's chunks, the
+// strides become chunks.
+static void
+udx__bufq_commit_map (udx_bufq_t *q, udx_pool_t *pool, udx_bufq_ext_t *e, size_t len) {
   size_t lead = (size_t) (e->off - q->end);
+  if (len <= lead) { // no strides: all of it fit the room before
+    udx__bufq_copy_in(q, e->strides - lead, len);
+    udx__ext_free(e, pool);
+    return;
+  }
   udx__bufq_copy_in(q, e->strides - lead, lead);
   for (uint64_t off = e->off; off < e->end_off; off += UDX_CHUNK_SIZE) {
     q->chunks[(q->first + q->n) & (q->cap - 1)] = e->strides + (off - e->off);
@@ -289,6 +296,56 @@ udx__bufq_commit (udx_bufq_t *q, size_t len) {
   while (*tail)
     tail = &(*tail)->next;
   *tail = e;
+}
+
+void
+udx__bufq_commit (udx_bufq_t *q, udx_pool_t *pool, size_t len) {
+  udx_bufq_ext_t *e = q->resv;
+  if (e == NULL) {
+    q->end += len; // made in place
+    return;
+  }
+  q->resv = NULL;
+  if (e->map == NULL) {
+    udx__bufq_copy_in(q, e->strides, len); // room was made at reserve
+    free(e);
+    return;
+  }
+  udx__bufq_commit_map(q, pool, e, len);
+}
+
+int
+udx__bufq_reserve_block (udx_bufq_t *q, udx_pool_t *pool, size_t len, udx_bufq_ext_t **e, uint8_t **p) {
+  *e = NULL;
+  *p = NULL;
+  if (len == 0 || (uint64_t) len > UDX_BUFQ_RESERVE_MAX || len > SIZE_MAX / 2)
+    return len == 0 ? UDX_ERR_INVAL : UDX_ERR_NOMEM;
+  int err = udx__bufq_map_block(q, pool, len, e, p);
+  if (err == 0)
+    q->held = true;
+  return err;
+}
+
+void
+udx__bufq_unhold (udx_bufq_t *q) {
+  q->held = false;
+}
+
+void
+udx__bufq_commit_block (udx_bufq_t *q, udx_pool_t *pool, udx_bufq_ext_t *e, size_t len) {
+  q->held = false;
+  udx__bufq_commit_map(q, pool, e, len);
+}
+
+void
+udx__bufq_free_block (udx_bufq_ext_t *e, udx_pool_t *pool) {
+  if (pool) {
+    udx__ext_free(e, pool);
+    return;
+  }
+  if (e->map_len > e->unmapped)
+    munmap(e->map + e->unmapped, e->map_len - e->unmapped);
+  free(e);
 }
 
 void
@@ -345,9 +402,10 @@ udx__bufq_release (udx_bufq_t *q, udx_pool_t *pool, uint64_t off) {
   q->start = off;
   while (q->n > 0 && q->start - q->base >= UDX_CHUNK_SIZE)
     udx__bufq_drop_first(q, pool);
-  if (q->start == q->end && q->n == 1) {
-    // Empty: restart the single chunk at the current offset, keeping it,
-    // unless it is the last of a block (which would keep the block).
+  // Empty: restart the single chunk at the current offset, keeping it,
+  // unless it is the last of a block (which would keep the block). Not
+  // while a run is out: its block starts where the chunks end now.
+  if (q->start == q->end && q->n == 1 && !q->held) {
     if (q->ext && udx__ext_owns(q->ext, q->base))
       udx__bufq_drop_first(q, pool);
     q->base = q->start;

@@ -5,6 +5,7 @@
 // pools they draw from. Bytes are addressed by their 64-bit stream offset, so
 // a packet can refer to [off, off+len) without holding pointers.
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -68,6 +69,7 @@ typedef struct udx_bufq_s {
   uint64_t end;         // one past the last byte
   udx_bufq_ext_t *ext;  // blocks with chunks in the ring, oldest first
   udx_bufq_ext_t *resv; // a block reserved, not yet committed
+  bool held;            // a block run out (udx__bufq_reserve_block): the end stays where it is
 } udx_bufq_t;
 
 void
@@ -97,10 +99,30 @@ udx__bufq_reserve (udx_bufq_t *q, udx_pool_t *pool, size_t len, uint8_t **p);
 
 // len: as reserved.
 void
-udx__bufq_commit (udx_bufq_t *q, size_t len);
+udx__bufq_commit (udx_bufq_t *q, udx_pool_t *pool, size_t len);
 
 void
 udx__bufq_unreserve (udx_bufq_t *q, udx_pool_t *pool);
+
+// A block of its own for len bytes (> 0) to be appended after end, made
+// later, off the loop thread too: the queue does not hold it (*e is the
+// caller's), so it may be destroyed meanwhile. Nothing else may be appended
+// until udx__bufq_commit_block (its lead is the room at end now) or
+// udx__bufq_free_block. 0, UDX_ERR_INVAL or UDX_ERR_NOMEM.
+int
+udx__bufq_reserve_block (udx_bufq_t *q, udx_pool_t *pool, size_t len, udx_bufq_ext_t **e, uint8_t **p);
+
+void
+udx__bufq_commit_block (udx_bufq_t *q, udx_pool_t *pool, udx_bufq_ext_t *e, size_t len);
+
+// The run is given back: nothing was appended.
+void
+udx__bufq_unhold (udx_bufq_t *q);
+
+// pool: the one that counts it, or NULL when the caller took it off that
+// count before (its queue went first).
+void
+udx__bufq_free_block (udx_bufq_ext_t *e, udx_pool_t *pool);
 
 // Describes [off, off+len) (which must be held) as iovecs; returns the count
 // used (at most max; the range is cut short if more would be needed).

@@ -152,6 +152,20 @@ udx_stream_write_fill (udx_stream_t *s, size_t len, udx_stream_fill_cb fill, voi
 }
 
 int
+udx_stream_write_begin (udx_stream_t *s, size_t len, udx_stream_run_t **run, uint8_t **buf) {
+  if (run == NULL || buf == NULL || len == 0)
+    return UV_EINVAL;
+  return udx__uv_err(udx__stream_write_begin(s, len, run, buf, udx__now()));
+}
+
+int
+udx_stream_write_commit (udx_stream_run_t *run, int keep) {
+  if (run == NULL)
+    return UV_EINVAL;
+  return udx__uv_err(udx__stream_write_commit(run, keep != 0, udx__now()));
+}
+
+int
 udx_stream_write_end (udx_stream_t *s, const void *buf, size_t len) {
   if (buf == NULL && len > 0)
     return UV_EINVAL;

@@ -196,6 +196,11 @@ udx__stream_engine_free (udx_stream_t *s) {
   udx__stream_end_relays(s);
   udx__path_set(s, NULL);
   udx__policy_free(s);
+  if (s->run) { // a run under way keeps its block until its commit
+    s->pool->blocks--;
+    s->run->stream = NULL;
+    s->run = NULL;
+  }
   udx__bufq_destroy(&s->sndq, s->pool);
   udx__bufq_destroy(&s->rdq, s->pool);
   udx__ooo_free(s);
@@ -344,8 +349,54 @@ udx__stream_write_fill (udx_stream_t *s, size_t len, udx_stream_fill_cb fill, vo
       udx__bufq_unreserve(&s->sndq, s->pool);
       return err;
     }
-    udx__bufq_commit(&s->sndq, len);
+    udx__bufq_commit(&s->sndq, s->pool, len);
   }
+  return udx__stream_queued(s, was_idle, false, now);
+}
+
+int
+udx__stream_write_begin (udx_stream_t *s, size_t len, udx_stream_run_t **run, uint8_t **buf, uint64_t now) {
+  *run = NULL;
+  *buf = NULL;
+  int err = udx__stream_write_check(s, now);
+  if (err < 0)
+    return err;
+  udx_stream_run_t *r = calloc(1, sizeof(*r));
+  if (r == NULL)
+    return UDX_ERR_NOMEM;
+  err = udx__bufq_reserve_block(&s->sndq, s->pool, len, &r->block, buf);
+  if (err < 0) {
+    free(r);
+    return err;
+  }
+  r->stream = s;
+  r->len = len;
+  s->filling = true;
+  s->run = r;
+  *run = r;
+  return 0;
+}
+
+int
+udx__stream_write_commit (udx_stream_run_t *r, bool keep, uint64_t now) {
+  udx_stream_t *s = r->stream;
+  udx_bufq_ext_t *block = r->block;
+  size_t len = r->len;
+  free(r);
+  if (s == NULL) {
+    udx__bufq_free_block(block, NULL); // uncounted when the stream went
+    return UDX_ERR_NOTCONN;
+  }
+  s->filling = false;
+  s->run = NULL;
+  if (!keep || udx__stream_dead(s)) {
+    udx__bufq_unhold(&s->sndq);
+    udx__bufq_free_block(block, s->pool);
+    return keep ? UDX_ERR_NOTCONN : 0;
+  }
+  udx__stream_clock(s, now);
+  bool was_idle = udx__stream_idle(s);
+  udx__bufq_commit_block(&s->sndq, s->pool, block, len);
   return udx__stream_queued(s, was_idle, false, now);
 }
 

@@ -158,7 +158,8 @@ struct udx_stream_s {
   uint32_t snd_wl2;
   uint32_t send_rwnd;     // bytes, peer's window
   udx_bufq_t sndq;        // bytes written, not yet acked
-  bool filling;           // inside udx__stream_write_fill's fill: no other write
+  bool filling;           // inside udx__stream_write_fill's fill, or a run begun: no other write
+  udx_stream_run_t *run;  // a run begun (udx__stream_write_begin), not yet committed
   uint64_t snd_pkt_off;   // next byte to packetise
   uint64_t end_off;       // write_end position
   uint64_t bytes_acked;   // total bytes delivered (cumulative or sacked)
@@ -338,6 +339,23 @@ udx__stream_write (udx_stream_t *s, const void *buf, size_t len, bool end, uint6
 // memory; a negative return from fill queues nothing and is returned.
 int
 udx__stream_write_fill (udx_stream_t *s, size_t len, udx_stream_fill_cb fill, void *ctx, uint64_t now);
+
+// A run of len bytes made later, off the loop thread too, in a block of
+// its own (see udx_stream_write_begin). The stream may be closed or freed
+// before the commit: the run keeps its block.
+struct udx_stream_run_s {
+  udx_stream_t *stream; // NULL once the stream was freed
+  udx_bufq_ext_t *block;
+  size_t len;
+};
+
+int
+udx__stream_write_begin (udx_stream_t *s, size_t len, udx_stream_run_t **run, uint8_t **buf, uint64_t now);
+
+// keep false: nothing is queued. Frees the run. Returns as a write, or
+// UDX_ERR_NOTCONN when the stream was closed or freed meanwhile.
+int
+udx__stream_write_commit (udx_stream_run_t *run, bool keep, uint64_t now);
 
 int
 udx__stream_send_message (udx_stream_t *s, const void *buf, size_t len, uint64_t now);

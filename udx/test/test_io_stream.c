@@ -558,8 +558,110 @@ test_write_fill (void) {
   env_close(&e);
 }
 
+typedef struct {
+  uint8_t *buf;
+  size_t len;
+  fill_ctx_t *f;
+} run_fill_t;
+
+static void
+run_fill_thread (void *arg) {
+  run_fill_t *r = arg;
+  fill_bytes(r->f, r->buf, r->len);
+}
+
+// udx_stream_write_begin/commit over sockets: a run made on another thread
+// while the loop sends what came before it; nothing else is queued
+// meanwhile; a run given back queues nothing; a stream destroyed, or freed,
+// under a run leaves its memory mapped until the commit, which frees it.
+static void
+test_write_run (void) {
+  env_t e;
+  env_init(&e, 2);
+  udx_socket_t *A = e.socks[0], *B = e.socks[1];
+  int done = 0;
+  uint64_t total = 100 + 3 * 1000 * 1000 + 1000 + 7;
+  io_app_t aa = {.done_counter = &done}, ab = {.read_seed = 8, .done_counter = &done};
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
+  io_connect(a, A, 2, B, "127.0.0.1");
+  io_connect(b, B, 1, A, "127.0.0.1");
+  udx_stream_run_t *run;
+  uint8_t *buf;
+  CHECK_EQ(udx_stream_write_begin(a, 0, &run, &buf), UV_EINVAL);
+  CHECK_EQ(udx_stream_write_commit(NULL, 1), UV_EINVAL);
+  fill_ctx_t f = {.seed = 8};
+  CHECK(udx_stream_write_fill(a, 100, fill_bytes, &f) >= 0);
+  CHECK_EQ(udx_stream_write_begin(a, 3 * 1000 * 1000, &run, &buf), 0);
+  CHECK(e.udx->pool.blocks == 1);
+  uint8_t one = 1;
+  CHECK_EQ(udx_stream_write(a, &one, 1), UV_EBUSY);
+  CHECK_EQ(udx_stream_write_end(a, NULL, 0), UV_EBUSY);
+  udx_stream_run_t *run2;
+  uint8_t *buf2;
+  CHECK_EQ(udx_stream_write_begin(a, 10, &run2, &buf2), UV_EBUSY);
+  run_fill_t rf = {.buf = buf, .len = 3 * 1000 * 1000, .f = &f};
+  uv_thread_t th;
+  CHECK_EQ(uv_thread_create(&th, run_fill_thread, &rf), 0);
+  // the first 100 bytes go and are acked meanwhile: the queue empties, and
+  // must not restart its last chunk under the run
+  CHECK_EQ(udx_stream_flush(a), 0);
+  CHECK(io_run_until(&e.loop, &aa.flushes, 1, 5000));
+  CHECK_EQ(uv_thread_join(&th), 0);
+  CHECK(udx_stream_write_commit(run, 1) >= 0);
+  // fits the room left in the block's last stride: copied at the commit;
+  // the block is acked while this run is out, and keeps that stride
+  CHECK_EQ(udx_stream_flush(a), 0);
+  CHECK_EQ(udx_stream_write_begin(a, 1000, &run, &buf), 0);
+  CHECK(io_run_until(&e.loop, &aa.flushes, 2, 10000));
+  fill_bytes(&f, buf, 1000);
+  CHECK(udx_stream_write_commit(run, 1) >= 0);
+  // given back: nothing queued
+  CHECK_EQ(udx_stream_write_begin(a, 500000, &run, &buf), 0);
+  memset(buf, 0xee, 500000);
+  CHECK_EQ(udx_stream_write_commit(run, 0), 0);
+  CHECK(udx_stream_write_fill(a, 7, fill_bytes, &f) >= 0);
+  CHECK_EQ(f.at, total);
+  CHECK(udx_stream_write_end(a, NULL, 0) >= 0);
+  CHECK(udx_stream_write_end(b, NULL, 0) >= 0);
+  CHECK(io_run_until(&e.loop, &done, 2, 20000));
+  CHECK_EQ(ab.read, total);
+  CHECK(ab.hash == expect_hash(8, total));
+  CHECK_EQ(aa.close_status, 0);
+  CHECK(io_run_until(&e.loop, &aa.finalized, 1, 5000));
+  CHECK_EQ(e.udx->pool.blocks, 0);
+  // destroyed under a run: the commit gets ENOTCONN and frees the block
+  io_app_t ac = {0}, ad = {0};
+  udx_stream_t *c = io_stream(e.udx, 3, &ac);
+  udx_stream_t *d = io_stream(e.udx, 4, &ad);
+  io_connect(c, A, 4, B, "127.0.0.1");
+  io_connect(d, B, 3, A, "127.0.0.1");
+  CHECK_EQ(udx_stream_write_begin(c, 2 * 1000 * 1000, &run, &buf), 0);
+  CHECK_EQ(udx_stream_destroy(c), 1);
+  memset(buf, 1, 2 * 1000 * 1000); // still the run's
+  CHECK_EQ(udx_stream_write_commit(run, 1), UV_ENOTCONN);
+  CHECK(io_run_until(&e.loop, &ac.finalized, 1, 5000));
+  CHECK_EQ(e.udx->pool.blocks, 0);
+  CHECK(io_run_until(&e.loop, &ad.finalized, 1, 5000));
+  // freed under a run: the block outlives the stream
+  io_app_t ae = {0}, ag = {0};
+  udx_stream_t *s5 = io_stream(e.udx, 5, &ae);
+  udx_stream_t *s6 = io_stream(e.udx, 6, &ag);
+  io_connect(s5, A, 6, B, "127.0.0.1");
+  io_connect(s6, B, 5, A, "127.0.0.1");
+  CHECK_EQ(udx_stream_write_begin(s5, 2 * 1000 * 1000, &run, &buf), 0);
+  CHECK_EQ(udx_stream_destroy(s5), 1);
+  CHECK(io_run_until(&e.loop, &ae.finalized, 1, 5000));
+  CHECK_EQ(e.udx->pool.blocks, 0);
+  memset(buf, 2, 2 * 1000 * 1000);
+  CHECK_EQ(udx_stream_write_commit(run, 1), UV_ENOTCONN);
+  CHECK(io_run_until(&e.loop, &ag.finalized, 1, 5000));
+  env_close(&e);
+}
+
 static const test_case_t cases[] = {
     {"write_fill", test_write_fill},
+    {"write_run", test_write_run},
     {"reentrant_callbacks", test_reentrant_callbacks},
     {"relay", test_relay},
     {"change_remote", test_change_remote},

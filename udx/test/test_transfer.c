@@ -394,13 +394,13 @@ test_bufq_reserve (void) {
   CHECK(q.resv == NULL);
   for (size_t i = 0; i < 100; i++)
     p[i] = test_byte(3, 5000 + i);
-  udx__bufq_commit(&q, 100);
+  udx__bufq_commit(&q, &pool, 100);
   // across chunks, short: a buffer, copied
   CHECK_EQ(udx__bufq_reserve(&q, &pool, 20000, &p), 0);
   CHECK(q.resv != NULL && q.resv->map == NULL);
   for (size_t i = 0; i < 20000; i++)
     p[i] = test_byte(3, 5100 + i);
-  udx__bufq_commit(&q, 20000);
+  udx__bufq_commit(&q, &pool, 20000);
   CHECK(q.resv == NULL && q.ext == NULL);
   // a block: 300000 bytes from stream offset 26100, 6668 of them in the
   // last chunk
@@ -409,7 +409,7 @@ test_bufq_reserve (void) {
   CHECK(q.resv != NULL && q.resv->map != NULL);
   for (size_t i = 0; i < big; i++)
     p[i] = test_byte(3, 25100 + i);
-  udx__bufq_commit(&q, big);
+  udx__bufq_commit(&q, &pool, big);
   CHECK(q.resv == NULL && q.ext != NULL);
   CHECK_EQ(pool.blocks, 1);
   CHECK_EQ(udx__bufq_len(&q), 325100);
@@ -449,7 +449,7 @@ test_bufq_reserve (void) {
   CHECK_EQ(udx__bufq_append(&q, &pool, small, sizeof(small)), 0);
   CHECK_EQ(udx__bufq_reserve(&q, &pool, 400000, &p), 0);
   memset(p, 7, 400000);
-  udx__bufq_commit(&q, 400000);
+  udx__bufq_commit(&q, &pool, 400000);
   CHECK(q.ext != NULL);
   CHECK_EQ(pool.blocks, 1);
   udx__bufq_destroy(&q, &pool);

@@ -10,6 +10,9 @@
 -- and parts to the read buffer up to read_highwater; a read with nothing
 -- buffered decrypts for itself (direct read) instead of waiting for it.
 local ludx = require "ludx"
+local core = require "ludx.core"
+local dispatch = require "ludx.dispatch"
+local queue = require "ludx.queue"
 local left = require("ludx.check").left
 
 local M = {}
@@ -22,6 +25,29 @@ local M = {}
 -- plain udx read hands over (udx.READ_MAX).
 local READ_BATCH = 65536
 
+-- Frames of this much plaintext and more are sealed on the thread pool
+-- (framer:seal_udx) while the loop goes on sending what came before them
+-- and reading acks: sealing 16 MiB takes the loop ~12 ms otherwise, in
+-- which the link idles. Below it a loop turn costs more than it saves.
+local SEAL_AWAY = 4 * 1024 * 1024 - 20
+
+-- A seal's end: its writer wakes; a writer cancelled meanwhile left the
+-- write lock to the seal, which lets go of it now.
+dispatch.on_event(core.EV.SEALED, function(op, r)
+  dispatch.unref(op.ref)
+  op.result, op.data = r, nil
+  local self = op.stream
+  if self.sealing == op then self.sealing = nil end
+  if op.orphan then
+    if r < 0 then
+      local msg, code = core.strerror(r)
+      op.fail(self, msg, code)
+    end
+    op.unlock(self)
+  end
+  op.waiters:wake_all(true)
+end)
+
 --- The fused path over the framing's helpers (S): push_plain, fail,
 -- on_eof, check_header, wait_room (the read high-water wait: false once
 -- the stream is dead), sealed (a frame of n bytes went out), and
@@ -29,8 +55,9 @@ local READ_BATCH = 65536
 -- pump, read, write and rest, each taking the stream first.
 function M.bind(S)
   local push_plain, fail, on_eof, check_header = S.push_plain, S.fail, S.on_eof, S.check_header
-  local wait_room, sealed, watch_size = S.wait_room, S.sealed, S.watch_size
+  local wait_room, sealed, watch_size, unlock = S.wait_room, S.sealed, S.watch_size, S.unlock
   local F = {}
+  local seal_away
 
   -- After framer:feed_udx: a large frame handed over in parts (more), one
   -- being gathered (nothing yet) that grew, or the end of a frame the trim
@@ -129,11 +156,43 @@ function M.bind(S)
     return direct_read(self, max and math.min(max, READ_BATCH) or READ_BATCH)
   end
 
+  -- A large frame sealed on the thread pool: 1 or 0 as encrypt_udx, or
+  -- nil, msg, code. A cancel while it is sealed leaves it the write lock:
+  -- the frame is still queued whole, and the lock goes at its end.
+  function seal_away(self, data)
+    local op = { waiters = queue.waiters(), data = data, stream = self, fail = fail, unlock = unlock }
+    op.ref = dispatch.ref(op)
+    local ok, m, c = self.framer:seal_udx(self.raw:handle(), data, op.ref)
+    if not ok then
+      dispatch.unref(op.ref)
+      return nil, m, c
+    end
+    self.sealing = op
+    while op.result == nil do
+      local done, err = pcall(op.waiters.wait, op.waiters, "secretstream seal", nil, "write")
+      if not done then
+        if op.result == nil then op.orphan = true end
+        error(err, 0)
+      end
+    end
+    local r = op.result
+    if r < 0 then
+      local msg, code = core.strerror(r)
+      return nil, msg, code
+    end
+    return r
+  end
+
   --- One frame sealed in C and queued on the udx stream, under the write
   -- lock; waits only above the stream's high-water mark. true, or nil,
   -- msg, code (a failure to seal fails the stream).
   function F.write(self, data, deadline)
-    local r, m, c = self.framer:encrypt_udx(self.raw:handle(), data)
+    local r, m, c
+    if #data >= SEAL_AWAY then
+      r, m, c = seal_away(self, data)
+    else
+      r, m, c = self.framer:encrypt_udx(self.raw:handle(), data)
+    end
     if r == nil then
       fail(self, m, c)
       return nil, m, c
@@ -141,6 +200,11 @@ function M.bind(S)
     sealed(self, #data)
     if r == 0 then return self.raw:wait_drain(left(deadline)) end
     return true
+  end
+
+  --- A seal under way (its writer was cancelled and left it the lock).
+  function F.sealing(self)
+    return self.sealing ~= nil
   end
 
   --- A failed stream: the rest of a large frame in the framer was
