@@ -82,6 +82,27 @@ describe("interop with @hyperswarm/secret-stream", function()
     ss:close()
   end, 180000))
 
+  it("frames of 4 MiB and more, sealed on the thread pool, reach Node whole and in order", run(function()
+    local ss, peer = connect({ mode = "recv", initiator = false }, { initiator = true })
+    assert(peer:expect("handshake", 10000))
+    -- around the line where sealing leaves the loop, and the largest frame
+    local sizes = { 4 * MB - 21, 4 * MB - 20, 16777198, 5000001, 100, 16777198 }
+    local gen, h, total = core.datagen(31), core.hasher(), 0
+    for _, n in ipairs(sizes) do
+      local chunk = gen:next(n)
+      h:update(chunk)
+      assert(ss:write(chunk, 30000))
+      total = total + n
+    end
+    assert(ss:finish(60000))
+    local done = assert(peer:expect("done", 60000))
+    assert.are.equal(total, done.received)
+    assert.are.equal(h:hex(), done.receivedHash)
+    assert.are.equal(#sizes, ss:stats().frames_out)
+    peer:close()
+    ss:close()
+  end, 180000))
+
   it("a Node initiator and a ludx responder, with keep-alives both ways", run(function()
     local ss, peer = connect(
       { mode = "recv", initiator = true, ssKeepalive = 50 },
