@@ -1,3 +1,6 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE // mremap
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -79,15 +82,90 @@ udx__ext_free (udx_bufq_ext_t *e, udx_pool_t *pool) {
   free(e);
 }
 
-// Unmaps what the released strides (the first `done` bytes of them) free,
-// in whole pages, once a step's worth has gathered.
+// Pages that released strides free are kept for the queue's next block, up
+// to about one largest SecretStream frame: moved there (mremap) instead of
+// unmapped, so that block is not made of fresh pages (a first touch of each
+// is a fault: ~4,096 per 16 MiB frame). A queue that empties, or goes,
+// unmaps them. They sit in a range reserved for them (PROT_NONE past len),
+// one piece per move, in order.
+#define UDX_SPARE_MAX    (16 * 1024 * 1024 + 1024 * 1024)
+#define UDX_SPARE_PIECES 32
+
+struct udx_bufq_spare_s {
+  uint8_t *base; // the reserved range
+  size_t len;    // bytes of pages in it, from base
+  uint32_t n;
+  size_t piece[UDX_SPARE_PIECES];
+};
+
 static void
-udx__ext_trim (udx_bufq_ext_t *e, uint64_t done) {
+udx__spare_free (udx_bufq_t *q) {
+  udx_bufq_spare_t *s = q->spare;
+  if (s == NULL)
+    return;
+  munmap(s->base, UDX_SPARE_MAX);
+  free(s);
+  q->spare = NULL;
+}
+
+// [p, p+n) of a block, no longer needed: kept as spare, or unmapped.
+static void
+udx__bufq_retire (udx_bufq_t *q, uint8_t *p, size_t n) {
+  udx_bufq_spare_t *s = q->spare;
+  if (s == NULL) {
+    s = calloc(1, sizeof(*s));
+    void *r = s ? mmap(NULL, UDX_SPARE_MAX, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : MAP_FAILED;
+    if (r == MAP_FAILED) {
+      free(s);
+      munmap(p, n);
+      return;
+    }
+    s->base = r;
+    q->spare = s;
+  }
+  // the target is ours (the reservation); a move fails across two of the
+  // block's mappings (a piece moved into it before): then it is unmapped
+  if (s->n < UDX_SPARE_PIECES && n <= UDX_SPARE_MAX - s->len &&
+      mremap(p, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, s->base + s->len) != MAP_FAILED) {
+    s->piece[s->n++] = n;
+    s->len += n;
+    return;
+  }
+  munmap(p, n);
+}
+
+// A new block [map, map+size) takes the spare pages at its start. The
+// reservation's holes are not ours any more (another thread may map
+// there): only its untouched tail is unmapped, and the next retire makes a
+// new one.
+static void
+udx__bufq_reuse (udx_bufq_t *q, uint8_t *map, size_t size) {
+  udx_bufq_spare_t *s = q->spare;
+  if (s == NULL)
+    return;
+  size_t at = 0, from = 0;
+  for (uint32_t i = 0; i < s->n; i++) {
+    size_t n = s->piece[i];
+    if (n > size - at || mremap(s->base + from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, map + at) == MAP_FAILED)
+      munmap(s->base + from, n);
+    else
+      at += n;
+    from += n;
+  }
+  munmap(s->base + s->len, UDX_SPARE_MAX - s->len);
+  free(s);
+  q->spare = NULL;
+}
+
+// Gives back what the released strides (the first `done` bytes of them)
+// free, in whole pages, once a step's worth has gathered.
+static void
+udx__ext_trim (udx_bufq_t *q, udx_bufq_ext_t *e, uint64_t done) {
   size_t page = udx__page_size();
   size_t to = (size_t) (e->strides - e->map) + (size_t) done;
   to -= to % page;
   if (to > e->unmapped && to - e->unmapped >= UDX_EXT_UNMAP_STEP) {
-    munmap(e->map + e->unmapped, to - e->unmapped);
+    udx__bufq_retire(q, e->map + e->unmapped, to - e->unmapped);
     e->unmapped = to;
   }
 }
@@ -114,6 +192,7 @@ udx__bufq_destroy (udx_bufq_t *q, udx_pool_t *pool) {
     udx__ext_free(e, pool);
   }
   free(q->chunks);
+  udx__spare_free(q);
   uint64_t end = q->end;
   udx__bufq_init(q, end);
 }
@@ -227,6 +306,7 @@ udx__bufq_map_block (udx_bufq_t *q, udx_pool_t *pool, size_t len, udx_bufq_ext_t
     free(e);
     return UDX_ERR_NOMEM;
   }
+  udx__bufq_reuse(q, map, size);
   pool->blocks++;
   e->map = map;
   e->map_len = size;
@@ -381,9 +461,12 @@ udx__bufq_drop_first (udx_bufq_t *q, udx_pool_t *pool) {
   if (e && udx__ext_owns(e, q->base)) {
     if (q->base + UDX_CHUNK_SIZE >= e->end_off) {
       q->ext = e->next;
+      if (e->map_len > e->unmapped)
+        udx__bufq_retire(q, e->map + e->unmapped, e->map_len - e->unmapped);
+      e->unmapped = e->map_len;
       udx__ext_free(e, pool);
     } else {
-      udx__ext_trim(e, q->base + UDX_CHUNK_SIZE - e->off);
+      udx__ext_trim(q, e, q->base + UDX_CHUNK_SIZE - e->off);
     }
   } else {
     udx__freelist_put(&pool->chunks, q->chunks[q->first]);
@@ -410,6 +493,8 @@ udx__bufq_release (udx_bufq_t *q, udx_pool_t *pool, uint64_t off) {
       udx__bufq_drop_first(q, pool);
     q->base = q->start;
   }
+  if (q->start == q->end && !q->held)
+    udx__spare_free(q); // nothing queued: an idle stream keeps no pages
 }
 
 size_t

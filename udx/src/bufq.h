@@ -59,17 +59,20 @@ typedef struct udx_bufq_ext_s {
   uint64_t end_off; // one past the last stride's capacity
 } udx_bufq_ext_t;
 
+typedef struct udx_bufq_spare_s udx_bufq_spare_t;
+
 typedef struct udx_bufq_s {
   uint8_t **chunks; // ring of chunk pointers
   uint32_t cap;     // power of two (or 0)
   uint32_t first;
   uint32_t n;
-  uint64_t base;        // stream offset of chunks[first][0]
-  uint64_t start;       // first byte still held
-  uint64_t end;         // one past the last byte
-  udx_bufq_ext_t *ext;  // blocks with chunks in the ring, oldest first
-  udx_bufq_ext_t *resv; // a block reserved, not yet committed
-  bool held;            // a block run out (udx__bufq_reserve_block): the end stays where it is
+  uint64_t base;                  // stream offset of chunks[first][0]
+  uint64_t start;                 // first byte still held
+  uint64_t end;                   // one past the last byte
+  udx_bufq_ext_t *ext;            // blocks with chunks in the ring, oldest first
+  udx_bufq_ext_t *resv;           // a block reserved, not yet committed
+  bool held;                      // a block run out (udx__bufq_reserve_block): the end stays where it is
+  struct udx_bufq_spare_s *spare; // released blocks' pages kept for the next block (bufq.c)
 } udx_bufq_t;
 
 void

@@ -458,8 +458,74 @@ test_bufq_reserve (void) {
   udx__pool_destroy(&pool);
 }
 
+// Every byte held is test_byte(seed, its offset from base).
+static bool
+bufq_holds (const udx_bufq_t *q, uint64_t seed, uint64_t base) {
+  for (uint64_t off = q->start; off < q->end;) {
+    struct iovec iov[8];
+    int n = udx__bufq_iov(q, off, (size_t) (q->end - off), iov, 8);
+    for (int k = 0; k < n; k++) {
+      const uint8_t *b = iov[k].iov_base;
+      for (size_t i = 0; i < iov[k].iov_len; i++)
+        if (b[i] != test_byte(seed, off - base + i))
+          return false;
+      off += iov[k].iov_len;
+    }
+  }
+  return true;
+}
+
+// Released strides' pages are kept (moved, not faulted in again) for the
+// next block, which takes them at its reservation; a queue that empties,
+// or is destroyed, lets them go.
+static void
+test_bufq_spare (void) {
+  udx_pool_t pool;
+  udx__pool_init(&pool);
+  udx_bufq_t q;
+  udx__bufq_init(&q, 7);
+  uint8_t head[100];
+  for (size_t i = 0; i < sizeof(head); i++)
+    head[i] = test_byte(5, i);
+  CHECK_EQ(udx__bufq_append(&q, &pool, head, sizeof(head)), 0);
+  uint64_t at = sizeof(head);
+  for (int round = 0; round < 3; round++) {
+    size_t len = 3 * 1000 * 1000 + (size_t) round * 77777;
+    udx_bufq_ext_t *e;
+    uint8_t *p;
+    CHECK_EQ(udx__bufq_reserve_block(&q, &pool, len, &e, &p), 0);
+    CHECK(q.spare == NULL); // taken by the block
+    for (size_t i = 0; i < len; i++)
+      p[i] = test_byte(5, at + i);
+    udx__bufq_commit_block(&q, &pool, e, len);
+    at += len;
+    CHECK(bufq_holds(&q, 5, 7));
+    // the first 2 MB acked: their pages wait for the next block
+    udx__bufq_release(&q, &pool, q.end - len + 2 * 1000 * 1000);
+    CHECK(q.spare != NULL);
+    CHECK(bufq_holds(&q, 5, 7));
+  }
+  // emptied: nothing kept
+  udx__bufq_release(&q, &pool, q.end);
+  CHECK(q.spare == NULL);
+  CHECK_EQ(pool.blocks, 0);
+  // destroyed with pages kept
+  udx_bufq_ext_t *e;
+  uint8_t *p;
+  CHECK_EQ(udx__bufq_reserve_block(&q, &pool, 3 * 1000 * 1000, &e, &p), 0);
+  memset(p, 1, 3 * 1000 * 1000);
+  udx__bufq_commit_block(&q, &pool, e, 3 * 1000 * 1000);
+  udx__bufq_release(&q, &pool, q.start + 2 * 1000 * 1000);
+  CHECK(q.spare != NULL);
+  udx__bufq_destroy(&q, &pool);
+  CHECK(q.spare == NULL);
+  CHECK_EQ(pool.blocks, 0);
+  udx__pool_destroy(&pool);
+}
+
 static const test_case_t cases[] = {
     {"bufq_reserve", test_bufq_reserve},
+    {"bufq_spare", test_bufq_spare},
     {"write_fill", test_write_fill},
     {"write_fill_destroyed", test_write_fill_destroyed},
     {"write_fill_after_failed", test_write_fill_after_failed},
