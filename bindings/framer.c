@@ -528,25 +528,24 @@ seal_work (uv_work_t *req) {
 }
 
 static void
+seal_job_free (seal_job_t *j) {
+  ludx_wipe(&j->st, sizeof(j->st));
+  free(j);
+}
+
+static void
 seal_done (uv_work_t *req, int status) {
   seal_job_t *j = req->data;
-  int r = status;
-  if (status == 0) {
-    if (j->f) {
+  if (j->f) {
+    if (status == 0)
       ludx_ss_seal_end(&j->f->ss, &j->st, j->len);
-      j->f->job = NULL;
-    }
-    // queued even when the framer went (a graceful close): the frame is
-    // whole and the next the peer expects
-    r = udx_stream_write_commit(j->run, 1);
-  } else {
-    if (j->f)
-      j->f->job = NULL;
-    udx_stream_write_commit(j->run, 0);
+    j->f->job = NULL;
   }
-  ludx_wipe(&j->st, sizeof(j->st));
-  ludx_rt_post(j->rt, ev_sealed, j->ref, r, 0);
-  free(j);
+  // queued even when the framer went (a graceful close): the frame is
+  // whole and the next the peer expects
+  int r = udx_stream_write_commit(j->run, status == 0);
+  ludx_rt_post(j->rt, ev_sealed, j->ref, status == 0 ? r : status, 0);
+  seal_job_free(j);
 }
 
 // f:seal_udx(stream, plaintext, ref) -> true | nil, msg, code. One frame
@@ -577,8 +576,7 @@ l_framer_seal_udx (lua_State *L) {
   }
   int r = udx_stream_write_begin(st, ludx_ss_frame_size(len), &j->run, &j->buf);
   if (r < 0) {
-    ludx_wipe(&j->st, sizeof(j->st));
-    free(j);
+    seal_job_free(j);
     return ludx_push_uv_error(L, r);
   }
   j->f = f;
@@ -590,8 +588,7 @@ l_framer_seal_udx (lua_State *L) {
   r = uv_queue_work(&j->rt->loop, &j->req, seal_work, seal_done);
   if (r < 0) {
     udx_stream_write_commit(j->run, 0);
-    ludx_wipe(&j->st, sizeof(j->st));
-    free(j);
+    seal_job_free(j);
     return ludx_push_uv_error(L, r);
   }
   f->job = j;
@@ -720,6 +717,10 @@ ludx_bind_framer (lua_State *L) {
   ludx_new_class(L, FRAMER_MT, methods);
   lua_pushcfunction(L, l_framer);
   lua_setfield(L, -2, "framer");
+  // the plaintext length from which encrypt_udx seals in place
+  // (FRAMER_FILL_MIN): where the caller may seal on the pool instead
+  lua_pushinteger(L, FRAMER_FILL_MIN - (lua_Integer) ludx_ss_frame_size(0));
+  lua_setfield(L, -2, "FILL_MIN");
   lua_pushcfunction(L, l_secretstream_rate);
   lua_setfield(L, -2, "secretstream_rate");
 }

@@ -134,10 +134,9 @@ ludx_ss_frame_size (size_t len) {
   return LUDX_SS_PREFIXBYTES + LUDX_SS_ABYTES + len;
 }
 
-int
-ludx_ss_encrypt (ludx_ss_t *ss, const uint8_t *msg, size_t len, uint8_t *out, size_t out_cap, size_t *out_len) {
-  if (ss == NULL || out == NULL || (msg == NULL && len > 0))
-    return LUDX_CRYPTO_EINVAL;
+/* Whether ss may seal a write of len bytes now. */
+static int
+seal_check (const ludx_ss_t *ss, size_t len) {
   if (ss->state == SS_FAILED)
     return ss->error;
   if (ss->state == SS_HANDSHAKE)
@@ -145,15 +144,34 @@ ludx_ss_encrypt (ludx_ss_t *ss, const uint8_t *msg, size_t len, uint8_t *out, si
   /* A.2: one write is one frame; L = len + 17 must fit 24 bits. */
   if (len > LUDX_SS_MAX_WRITE)
     return LUDX_CRYPTO_ETOOLARGE;
+  return 0;
+}
+
+static void
+count_out (ludx_ss_t *ss, size_t len) {
+  ss->stats.frames_out++;
+  ss->stats.bytes_out += len;
+}
+
+void
+ludx_ss_seal_with (ludx_ss_push_t *st, const uint8_t *msg, size_t len, uint8_t *out) {
+  ludx_ss_prefix(out, len + LUDX_SS_ABYTES);
+  /* msg may sit at out + 4 (in place), as secret-stream does it. */
+  crypto_secretstream_xchacha20poly1305_push(st, out + LUDX_SS_PREFIXBYTES, NULL, msg, len, NULL, 0, crypto_secretstream_xchacha20poly1305_TAG_MESSAGE);
+}
+
+int
+ludx_ss_encrypt (ludx_ss_t *ss, const uint8_t *msg, size_t len, uint8_t *out, size_t out_cap, size_t *out_len) {
+  if (ss == NULL || out == NULL || (msg == NULL && len > 0))
+    return LUDX_CRYPTO_EINVAL;
+  int rc = seal_check(ss, len);
+  if (rc < 0)
+    return rc;
   size_t size = ludx_ss_frame_size(len);
   if (out_cap < size)
     return LUDX_CRYPTO_ENOBUFS;
-
-  ludx_ss_prefix(out, len + LUDX_SS_ABYTES);
-  /* msg may sit at out + 4 (in place), as secret-stream does it. */
-  crypto_secretstream_xchacha20poly1305_push(&ss->push, out + LUDX_SS_PREFIXBYTES, NULL, msg, len, NULL, 0, crypto_secretstream_xchacha20poly1305_TAG_MESSAGE);
-  ss->stats.frames_out++;
-  ss->stats.bytes_out += len;
+  ludx_ss_seal_with(&ss->push, msg, len, out);
+  count_out(ss, len);
   if (out_len != NULL)
     *out_len = size;
   return 0;
@@ -163,27 +181,17 @@ int
 ludx_ss_seal_begin (const ludx_ss_t *ss, size_t len, ludx_ss_push_t *st) {
   if (ss == NULL || st == NULL)
     return LUDX_CRYPTO_EINVAL;
-  if (ss->state == SS_FAILED)
-    return ss->error;
-  if (ss->state == SS_HANDSHAKE)
-    return LUDX_CRYPTO_ESTATE;
-  if (len > LUDX_SS_MAX_WRITE) /* A.2 */
-    return LUDX_CRYPTO_ETOOLARGE;
+  int rc = seal_check(ss, len);
+  if (rc < 0)
+    return rc;
   *st = ss->push;
   return 0;
 }
 
 void
-ludx_ss_seal_with (ludx_ss_push_t *st, const uint8_t *msg, size_t len, uint8_t *out) {
-  ludx_ss_prefix(out, len + LUDX_SS_ABYTES);
-  crypto_secretstream_xchacha20poly1305_push(st, out + LUDX_SS_PREFIXBYTES, NULL, msg, len, NULL, 0, crypto_secretstream_xchacha20poly1305_TAG_MESSAGE);
-}
-
-void
 ludx_ss_seal_end (ludx_ss_t *ss, const ludx_ss_push_t *st, size_t len) {
   ss->push = *st;
-  ss->stats.frames_out++;
-  ss->stats.bytes_out += len;
+  count_out(ss, len);
 }
 
 int

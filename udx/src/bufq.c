@@ -74,12 +74,18 @@ udx__page_size (void) {
   return n > 0 ? (size_t) n : 4096;
 }
 
+// Unmaps what is left of a block and frees it.
 static void
-udx__ext_free (udx_bufq_ext_t *e, udx_pool_t *pool) {
-  pool->blocks--;
+udx__ext_unmap (udx_bufq_ext_t *e) {
   if (e->map_len > e->unmapped)
     munmap(e->map + e->unmapped, e->map_len - e->unmapped);
   free(e);
+}
+
+static void
+udx__ext_free (udx_bufq_ext_t *e, udx_pool_t *pool) {
+  pool->blocks--;
+  udx__ext_unmap(e);
 }
 
 // Pages that released strides free are kept for the queue's next block, up
@@ -419,13 +425,10 @@ udx__bufq_commit_block (udx_bufq_t *q, udx_pool_t *pool, udx_bufq_ext_t *e, size
 
 void
 udx__bufq_free_block (udx_bufq_ext_t *e, udx_pool_t *pool) {
-  if (pool) {
+  if (pool)
     udx__ext_free(e, pool);
-    return;
-  }
-  if (e->map_len > e->unmapped)
-    munmap(e->map + e->unmapped, e->map_len - e->unmapped);
-  free(e);
+  else
+    udx__ext_unmap(e);
 }
 
 void

@@ -25,28 +25,12 @@ local M = {}
 -- plain udx read hands over (udx.READ_MAX).
 local READ_BATCH = 65536
 
--- Frames of this much plaintext and more are sealed on the thread pool
+-- Frames of this much plaintext and more, which encrypt_udx would seal in
+-- the send queue's own memory, are sealed there on the thread pool
 -- (framer:seal_udx) while the loop goes on sending what came before them
 -- and reading acks: sealing 16 MiB takes the loop ~12 ms otherwise, in
 -- which the link idles. Below it a loop turn costs more than it saves.
-local SEAL_AWAY = 4 * 1024 * 1024 - 20
-
--- A seal's end: its writer wakes; a writer cancelled meanwhile left the
--- write lock to the seal, which lets go of it now.
-dispatch.on_event(core.EV.SEALED, function(op, r)
-  dispatch.unref(op.ref)
-  op.result, op.data = r, nil
-  local self = op.stream
-  if self.sealing == op then self.sealing = nil end
-  if op.orphan then
-    if r < 0 then
-      local msg, code = core.strerror(r)
-      op.fail(self, msg, code)
-    end
-    op.unlock(self)
-  end
-  op.waiters:wake_all(true)
-end)
+local SEAL_AWAY = core.crypto.FILL_MIN
 
 --- The fused path over the framing's helpers (S): push_plain, fail,
 -- on_eof, check_header, wait_room (the read high-water wait: false once
@@ -58,6 +42,23 @@ function M.bind(S)
   local wait_room, sealed, watch_size, unlock = S.wait_room, S.sealed, S.watch_size, S.unlock
   local F = {}
   local seal_away
+
+  -- A seal's end: its writer wakes; a writer cancelled meanwhile left the
+  -- write lock to the seal, which lets go of it now.
+  dispatch.on_event(core.EV.SEALED, function(op, r)
+    dispatch.unref(op.ref)
+    op.result, op.data = r, nil
+    local self = op.stream
+    if self.sealing == op then self.sealing = nil end
+    if op.orphan then
+      if r < 0 then
+        local msg, code = core.strerror(r)
+        fail(self, msg, code)
+      end
+      unlock(self)
+    end
+    op.waiters:wake_all(true)
+  end)
 
   -- After framer:feed_udx: a large frame handed over in parts (more), one
   -- being gathered (nothing yet) that grew, or the end of a frame the trim
@@ -160,7 +161,7 @@ function M.bind(S)
   -- nil, msg, code. A cancel while it is sealed leaves it the write lock:
   -- the frame is still queued whole, and the lock goes at its end.
   function seal_away(self, data)
-    local op = { waiters = queue.waiters(), data = data, stream = self, fail = fail, unlock = unlock }
+    local op = { waiters = queue.waiters(), data = data, stream = self }
     op.ref = dispatch.ref(op)
     local ok, m, c = self.framer:seal_udx(self.raw:handle(), data, op.ref)
     if not ok then
