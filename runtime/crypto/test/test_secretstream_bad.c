@@ -149,8 +149,11 @@ truncated (void) {
     copy.plain_cap = 0;
     CHECK_RC(feed(&copy, frame, cut, &data), LUDX_SS_NEED_MORE);
     CHECK(data == 0);
-    /* The next frame's bytes then complete it: the MAC fails. */
-    if (cut >= 3) {
+    /* The next frame's bytes then complete it: the MAC fails. Unless they
+     * are the missing bytes themselves (its length prefix equal to the
+     * frame's last MAC byte: 1 run in 256 with random keys), when the frame
+     * is whole again. */
+    if (cut >= 3 && memcmp(frame + cut, frame2, len - cut) != 0) {
       CHECK_RC(feed(&copy, frame2, len2, &data), LUDX_CRYPTO_EDECRYPT);
       CHECK(data == 0);
     }
