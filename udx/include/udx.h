@@ -423,6 +423,14 @@ udx_stream_get_ack (udx_stream_t *stream);
 int
 udx_stream_set_read_buffer_limit (udx_stream_t *stream, size_t bytes);
 
+// Bytes the reader took out of the read buffer and still holds (a large
+// message it hands on in parts). They count as unread in the advertised
+// window, so a peer that respects it sends no faster than the reader
+// drains; data already in flight is still taken. The reader sets it as it
+// drains and sets 0 when done (default 0).
+int
+udx_stream_set_read_backlog (udx_stream_t *stream, size_t bytes);
+
 // Maximum advertised receive window, bytes (default 4 MiB).
 int
 udx_stream_set_rwnd_max (udx_stream_t *stream, uint32_t bytes);

@@ -248,6 +248,12 @@ udx_stream_set_read_buffer_limit (udx_stream_t *s, size_t bytes) {
 }
 
 int
+udx_stream_set_read_backlog (udx_stream_t *s, size_t bytes) {
+  udx__stream_set_read_backlog(s, bytes);
+  return 0;
+}
+
+int
 udx_stream_set_rwnd_max (udx_stream_t *s, uint32_t bytes) {
   udx__stream_set_rwnd_max(s, bytes);
   return 0;

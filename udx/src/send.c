@@ -15,7 +15,9 @@ static const uint8_t udx__zeros[256];
 
 uint32_t
 udx__recv_rwnd (const udx_stream_t *s) {
-  uint64_t held = udx__bufq_len(&s->rdq);
+  // the reader's backlog counts as unread (RFC 9293 3.8.6: the window offered
+  // is the buffer space left), but bounds no packet in flight
+  uint64_t held = udx__bufq_len(&s->rdq) + s->read_backlog;
   uint64_t room;
   if (s->read_limit) {
     held += s->ooo_bytes;

@@ -130,6 +130,13 @@ udx__stream_set_read_limit (udx_stream_t *s, uint64_t bytes) {
 }
 
 void
+udx__stream_set_read_backlog (udx_stream_t *s, uint64_t bytes) {
+  s->read_backlog = bytes;
+  udx__stream_maybe_window_update(s);
+  udx__stream_refresh_stats(s); // recv_rwnd
+}
+
+void
 udx__stream_set_rwnd_max (udx_stream_t *s, uint32_t bytes) {
   s->recv_rwnd_max = bytes;
 }

@@ -265,8 +265,9 @@ struct udx_stream_s {
   uint32_t nranges;
   uint32_t ranges_cap;
   uint32_t recv_rwnd_max;
-  uint64_t read_limit; // 0 = unlimited
-  uint32_t last_rwnd;  // last advertised
+  uint64_t read_limit;   // 0 = unlimited
+  uint64_t read_backlog; // taken out of rdq by the reader, not yet consumed by it
+  uint32_t last_rwnd;    // last advertised
   int ack_policy;
   uint32_t acks_owed; // in-order packets received since the last ACK
 
@@ -414,6 +415,9 @@ udx__stream_set_ack (udx_stream_t *s, uint32_t ack);
 
 void
 udx__stream_set_read_limit (udx_stream_t *s, uint64_t bytes);
+
+void
+udx__stream_set_read_backlog (udx_stream_t *s, uint64_t bytes);
 
 void
 udx__stream_set_rwnd_max (udx_stream_t *s, uint32_t bytes);

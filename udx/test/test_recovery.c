@@ -294,6 +294,50 @@ test_slow_reader (void) {
   sim_destroy(&sim);
 }
 
+// A reader that takes bytes out of the buffer and holds them (a large
+// frame it hands on in parts) tells the stream its backlog: the window
+// counts it as unread, so the sender never puts more than the window in
+// the reader's hands; as it drains, window updates reopen the stream.
+static void
+test_read_backlog (void) {
+  sim_t sim;
+  sim_init(&sim, 9);
+  pair_t p = pair(&sim);
+  const uint64_t window = 256 * 1024;
+  udx__stream_set_rwnd_max(p.b, (uint32_t) window);
+  sim_app(p.b)->reading = false;
+  sim_app_expect(p.b, 8, 2 << 20);
+  sim_app_write(p.a, 8, 2 << 20, true);
+  sim_app_t *rb = sim_app(p.b);
+  uint64_t backlog = 0, max_held = 0;
+  // every 20 ms the reader hands on 64 KiB of what it holds, then takes
+  // everything the stream has
+  while (!rb->eof && sim.now < 60 * UDX_US_PER_S) {
+    sim_advance(&sim, 20000);
+    backlog -= backlog < 65536 ? backlog : 65536;
+    udx__stream_set_read_backlog(p.b, backlog);
+    uint8_t buf[65536];
+    ssize_t n;
+    while ((n = udx__stream_read(p.b, buf, sizeof(buf), sim.now)) > 0) {
+      rb->hash = test_hash(rb->hash, buf, (size_t) n);
+      rb->read += (uint64_t) n;
+      backlog += (uint64_t) n;
+    }
+    if (n == UDX_ERR_EOF)
+      rb->eof = true;
+    udx__stream_set_read_backlog(p.b, backlog);
+    uint64_t held = backlog + udx__bufq_len(&p.b->rdq) + p.b->ooo_bytes;
+    if (held > max_held)
+      max_held = held;
+  }
+  CHECK(rb->eof);
+  CHECK(rb->hash == rb->expect_hash);
+  CHECK(max_held <= window + 1452);
+  CHECK_EQ(p.a->stats.rto_count, 0);
+  CHECK_EQ(p.b->stats.dropped_rwnd, 0);
+  sim_destroy(&sim);
+}
+
 // A sender that ignores the window: the stream holds at most limit + one
 // packet, never acks what it dropped, and loses nothing it acked.
 static void
@@ -432,6 +476,7 @@ static const test_case_t cases[] = {
     {"zero_window", test_zero_window},
     {"zero_window_dead_peer", test_zero_window_dead_peer},
     {"slow_reader", test_slow_reader},
+    {"read_backlog", test_read_backlog},
     {"read_limit_hostile_sender", test_read_limit_hostile_sender},
     {"sack_validation", test_sack_validation},
     {"retransmit_fresh_header", test_retransmit_fresh_header},
