@@ -30,6 +30,20 @@ ludx_push_uv_error (lua_State *L, int err);
 int
 ludx_push_error (lua_State *L, const char *msg, const char *code);
 
+// Strings of at least this many bytes are paid for in GC work when made.
+#define LUDX_GC_PAY_MIN 16384
+
+// Pushes n bytes from p as a string (data read for Lua: a read, a frame),
+// and from LUDX_GC_PAY_MIN bytes on does the collector's work for it at
+// once (bind.c). May run finalizers: call it when the C state is settled.
+void
+ludx_push_bytes (lua_State *L, const void *p, size_t n);
+
+// The collector's work for a string of n bytes pushed before (the second
+// half of ludx_push_bytes, for a caller that settles its state between).
+void
+ludx_gc_pay (lua_State *L, size_t n);
+
 // Argument checks whose errors name the argument: "bad argument 'port' to
 // 'connect' (number expected, got nil)".
 const char *

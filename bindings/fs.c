@@ -206,6 +206,7 @@ l_pread (lua_State *L) {
   }
   lua_pushlstring(L, buf, (size_t) got);
   free(buf);
+  ludx_gc_pay(L, (size_t) got);
   return 1;
 }
 

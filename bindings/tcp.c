@@ -218,6 +218,7 @@ l_take (lua_State *L) {
   if (c->len == 0)
     c->posted = 0;
   start_reading(c);
+  ludx_gc_pay(L, n);
   return 1;
 }
 

@@ -341,6 +341,7 @@ l_take (lua_State *L) {
   if (udx_stream_read_peek(s->st, &p, &len) == 0 && len >= n) {
     lua_pushlstring(L, (const char *) p, n);
     udx_stream_read_consume(s->st, n);
+    ludx_gc_pay(L, n);
     return 1;
   }
   if (s->scratch_cap < n) {
@@ -355,7 +356,7 @@ l_take (lua_State *L) {
     lua_pushnil(L);
     return 1;
   }
-  lua_pushlstring(L, s->scratch, (size_t) got);
+  ludx_push_bytes(L, s->scratch, (size_t) got);
   return 1;
 }
 
