@@ -42,6 +42,7 @@ typedef struct {
   size_t out_len, out_cap;
   uint32_t glen, ghave;   // feed_udx: the frame being gathered in out (L, bytes so far)
   size_t rd_off, rd_len;  // feed_udx: a large frame's plaintext in out, still to hand over
+  bool backlog;           // feed_udx: rd_len told to the stream (udx_stream_set_read_backlog)
   struct seal_job_s *job; // a frame being sealed off the loop (f:seal_udx)
 } framer_t;
 
@@ -178,7 +179,7 @@ l_framer_encrypt (lua_State *L) {
   int rc = ludx_ss_encrypt_frame(&f->ss, (const uint8_t *) msg, len, &frame, &frame_len);
   if (rc < 0)
     return ludx_push_crypto_error(L, rc);
-  push_bytes(L, frame, frame_len);
+  ludx_push_bytes(L, frame, frame_len);
   return 1;
 }
 
@@ -252,7 +253,7 @@ l_framer_feed (lua_State *L) {
     // LUDX_SS_DATA: the last frame of the input goes out without a copy
     if (in_len == 0 && f->out_len == 0) {
       f->pend_len = 0;
-      push_bytes(L, out, out_len);
+      ludx_push_bytes(L, out, out_len);
       return 1;
     }
     if (out_append(f, out, out_len) < 0) {
@@ -261,8 +262,10 @@ l_framer_feed (lua_State *L) {
     }
   }
   f->pend_len = 0;
-  lua_pushlstring(L, f->out_len ? (const char *) f->out : "", f->out_len);
+  size_t plain = f->out_len;
+  lua_pushlstring(L, plain ? (const char *) f->out : "", plain);
   f->out_len = 0;
+  ludx_gc_pay(L, plain);
   return 1;
 }
 
@@ -285,7 +288,60 @@ l_framer_rest (lua_State *L) {
   size_t max = (size_t) ludx_opt_integer(L, 2, "max", 65536, 1, (lua_Integer) 1 << 30);
   if (f->rd_len == 0)
     return 0;
+  size_t part = f->rd_len < max ? f->rd_len : max;
   push_rest(L, f, max);
+  ludx_gc_pay(L, part);
+  return 1;
+}
+
+// While a large frame's plaintext is handed over in parts (rd_len > 0), the
+// next frame is gathered into the part of f->out already handed over,
+// out[0, rd_off): the stream's read buffer is drained as the reader takes
+// parts, instead of filling to the receive window (4 MiB besides a 16 MiB
+// frame) until the last part went. The frame's last byte stays in the
+// stream, so the call after the rest finds it there and opens the frame the
+// usual way (a partial frame at out[0]). A bad length prefix is left in the
+// stream too, for that call to report. Returns the raw bytes taken.
+static size_t
+gather_behind (framer_t *f, udx_stream_t *st) {
+  size_t used = 0;
+  while (ludx_ss_direct(&f->ss)) {
+    const uint8_t *p;
+    size_t len;
+    if (udx_stream_read_peek(st, &p, &len) < 0 || len == 0)
+      break;
+    const uint8_t *in = p;
+    size_t in_len = len;
+    if (f->glen == 0) {
+      uint32_t flen;
+      int rc = ludx_ss_next_length(&f->ss, &in, &in_len, &flen);
+      if (rc < 0)
+        break;
+      if (rc > 0) {
+        f->glen = flen;
+        f->ghave = 0;
+      }
+    }
+    size_t limit = f->glen - 1 < f->rd_off ? f->glen - 1 : f->rd_off;
+    size_t take = f->glen > 0 && limit > f->ghave ? limit - f->ghave : 0;
+    if (take > in_len)
+      take = in_len;
+    memcpy(f->out + f->ghave, in, take);
+    f->ghave += (uint32_t) take;
+    in_len -= take;
+    udx_stream_read_consume(st, len - in_len);
+    used += len - in_len;
+    if (in_len > 0)
+      break; // no room yet, or the frame's last byte
+  }
+  return used;
+}
+
+// f:rest_bytes() -> plaintext of a large frame still to hand over (feed_udx
+// or rest takes it)
+static int
+l_framer_rest_bytes (lua_State *L) {
+  lua_pushinteger(L, (lua_Integer) check_framer(L)->rd_len);
   return 1;
 }
 
@@ -325,10 +381,24 @@ l_framer_feed_udx (lua_State *L) {
   if (f->pend_len > 0)
     return luaL_error(L, "framer: feed_udx with bytes held from feed");
   if (f->rd_len > 0) { // the rest of a large frame, already authenticated
+    size_t part = f->rd_len < max ? f->rd_len : max;
     push_rest(L, f, max);
-    lua_pushinteger(L, 0);
+    size_t used = 0;
+    if (st != NULL && !closed) {
+      used = gather_behind(f, st);
+      udx_stream_set_read_backlog(st, f->rd_len);
+      f->backlog = f->rd_len > 0;
+    }
+    lua_pushinteger(L, (lua_Integer) used);
     lua_pushboolean(L, f->rd_len > 0);
+    ludx_gc_pay(L, part);
     return 3;
+  }
+  if (f->ss.error != 0) // failed (gather_behind may have met it): every call says so
+    return ludx_push_crypto_error(L, f->ss.error);
+  if (f->backlog && st != NULL && !closed) { // the rest went some other way (f:rest)
+    udx_stream_set_read_backlog(st, 0);
+    f->backlog = false;
   }
   int got = 0, eof = 0, rc = 0, full = 0;
   size_t used = 0, e = 1;
@@ -447,8 +517,15 @@ l_framer_feed_udx (lua_State *L) {
     lua_pushlstring(L, (const char *) f->out + 1, max);
     f->rd_off = 1 + max;
     f->rd_len = plain - max;
+    // what is still to hand over counts against the window: a peer that
+    // respects it sends no faster than the reader drains
+    if (st != NULL) {
+      udx_stream_set_read_backlog(st, f->rd_len);
+      f->backlog = true;
+    }
     lua_pushinteger(L, (lua_Integer) used);
     lua_pushboolean(L, 1);
+    ludx_gc_pay(L, max);
     return 3;
   }
   if (plain > 0) {
@@ -462,6 +539,7 @@ l_framer_feed_udx (lua_State *L) {
       lua_pushlstring(L, (const char *) f->out + 1, plain);
     }
     lua_pushinteger(L, (lua_Integer) used);
+    ludx_gc_pay(L, plain);
     return 2;
   }
   if (eof || st == NULL || closed)
@@ -706,6 +784,7 @@ ludx_bind_framer (lua_State *L) {
       {"pending", l_framer_pending},
       {"trim", l_framer_trim},
       {"rest", l_framer_rest},
+      {"rest_bytes", l_framer_rest_bytes},
       {"buffer_bytes", l_framer_buffer_bytes},
       {"ready", l_framer_ready},
       {"error", l_framer_error},

@@ -147,6 +147,67 @@ describe("secretstream framer over a udx read buffer", function()
     p.close()
   end))
 
+  -- the rest of a large frame sits in the framer's buffer; as the reader
+  -- takes it, the next frame moves from the stream into the room the parts
+  -- left, all but its last byte (the call after the rest opens it), and
+  -- the window counts the rest as unread
+  it("while a large frame goes out in parts, the next one is gathered where they were", run(function()
+    local p, header = setup()
+    local h = p.rb:handle()
+    local big, nxt = data(1024 * 1024, 41), data(300 * 1024, 42)
+    local f1, f2 = p.a:encrypt(big), p.a:encrypt(nxt)
+    deliver(p, header .. f1 .. f2)
+    local rwnd_max = p.rb:stats().recv_rwnd + h:readable()
+    local r, used, more = p.b:feed_udx(h, 65536)
+    assert.are.equal(#header + #f1, used)
+    assert.is_true(more)
+    assert.are.equal(#f2, h:readable()) -- nothing of f2 taken yet
+    -- what is still to hand over counts against the window
+    assert.are.equal(rwnd_max - #f2 - (#big - 65536), p.rb:stats().recv_rwnd)
+    local parts, taken, least = { r }, 0, h:readable()
+    while more do
+      r, used, more = p.b:feed_udx(h, 65536)
+      parts[#parts + 1] = r
+      taken = taken + used
+      assert.is_true(h:readable() < least or h:readable() == 1)
+      least = h:readable()
+      assert.are.equal(rwnd_max - h:readable() - p.b:rest_bytes(), p.rb:stats().recv_rwnd)
+    end
+    assert.is_true(table.concat(parts) == big)
+    assert.are.equal(#f2 - 1, taken)
+    assert.are.equal(1, h:readable())
+    assert.are.equal(#f2 - 1, p.b:pending())
+    assert.are.equal(rwnd_max - 1, p.rb:stats().recv_rwnd) -- the backlog is gone
+    -- the next call opens it
+    assert.is_true(p.b:feed_udx(h, 1024 * 1024) == nxt)
+    assert.are.equal(0, h:readable())
+    assert.are.equal(0, p.b:pending())
+    p.close()
+  end))
+
+  -- a bad length prefix met while gathering behind the parts: every part
+  -- comes first (they were authenticated), then the error, every call
+  it("a bad frame after a large one: the large one whole, then EFRAME", run(function()
+    local p, header = setup()
+    local h = p.rb:handle()
+    local big = data(512 * 1024, 43)
+    deliver(p, header .. p.a:encrypt(big) .. string.char(5, 0, 0) .. string.rep("z", 5))
+    local parts, more = {}, true
+    while more do
+      local r, _, m = p.b:feed_udx(h, 65536)
+      assert.is_string(r)
+      parts[#parts + 1] = r
+      more = m
+    end
+    assert.is_true(table.concat(parts) == big)
+    for _ = 1, 2 do
+      local r2, msg, code = p.b:feed_udx(h, 65536)
+      assert.is_nil(r2)
+      assert.are.equal("EFRAME", code, msg)
+    end
+    p.close()
+  end))
+
   it("a length prefix shorter than a tag fails the framer with EFRAME before any body is gathered", run(function()
     local p, header = setup()
     local x1 = data(500, 31)

@@ -530,6 +530,32 @@ describe("secretstream over udx: large frames in parts", function()
     close(p)
   end))
 
+  -- a frame past read_highwater: the reader task hands on its first part
+  -- and leaves the rest in the framer for reads to take (no second copy in
+  -- Lua strings); a frame under it goes to the read buffer whole, as before
+  it("a frame past read_highwater stays in the framer after its first part; reads take it whole", run(function()
+    local p = wrapped({ read_highwater = 512 * 1024 })
+    assert(p.x:write("hello"))
+    assert.are.equal("hello", p.y:read(nil, 10000)) -- bytes mode
+    local small, big = pattern(100 * 1024, 6), pattern(1024 * 1024, 7)
+    local base = p.y:stats().plaintext_in
+    assert(p.x:write(small))
+    assert(p.x:write(big))
+    assert(p.ra:flush(10000))
+    assert.is_true(poll(function() return p.y:stats().plaintext_in == base + #small + #big end, 10000))
+    -- both authenticated: the small one buffered whole, of the big one its
+    -- first part, the rest in the framer
+    assert.is_true(poll(function() return p.y.rbytes == #small + 65536 end, 10000))
+    assert.are.equal(#big - 65536, p.y.framer:rest_bytes())
+    local got = assert(read_n(p.y, #small + #big))
+    assert.is_true(got == small .. big)
+    assert.are.equal(0, p.y.framer:rest_bytes())
+    -- the reader task goes on after the frame
+    assert(p.x:write("after"))
+    assert.are.equal("after", p.y:read(nil, 10000))
+    close(p)
+  end))
+
   -- the parts not read yet were authenticated with the frame: a failure
   -- between them hands them over before the error, as buffered plaintext
   it("a failure between the parts of a frame: the reader gets every byte, then the error", run(function()

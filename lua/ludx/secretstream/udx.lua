@@ -7,8 +7,16 @@
 -- with no Lua string for the raw bytes. In bytes mode plaintext comes in
 -- strings of at most READ_BATCH: a larger frame is handed over in parts,
 -- none before the whole frame authenticated. The reader task hands batches
--- and parts to the read buffer up to read_highwater; a read with nothing
--- buffered decrypts for itself (direct read) instead of waiting for it.
+-- to the read buffer up to read_highwater; a read with nothing buffered
+-- decrypts for itself (direct read) instead of waiting for it. Parts of a
+-- large frame go to the read buffer too while all of it fits under
+-- read_highwater, so the task gets back to wait_readable, where a peer's
+-- reset or END reaches it without a read. A frame past that (16 MiB) stays
+-- in the framer after its first part: reads take it part by part and the
+-- task waits until they did, as it would at read_highwater, without a
+-- second copy of read_highwater bytes in Lua strings. Meanwhile the framer
+-- gathers the next frame where the parts were, and the stream's window
+-- counts the rest as unread.
 local ludx = require "ludx"
 local core = require "ludx.core"
 local dispatch = require "ludx.dispatch"
@@ -109,10 +117,22 @@ function M.bind(S)
     if data then
       self.raw_bytes_in = self.raw_bytes_in + used
       self.turn_due = more or h:readable() > 0
+      if not more then self.pump_waiters:wake_all(true) end -- a large frame's rest went (wait_rest)
       return data
     end
     if data == nil then ended(self, used, more) end
     return false
+  end
+
+  -- The reader task after the first part of a frame too large for the read
+  -- buffer: reads take the rest (direct_read) and wake it at its end. False
+  -- once the stream is dead.
+  local function wait_rest(self)
+    -- a dead stream's framer is gone: that is looked at first
+    while not (self.err or self.closed) and self.framer:rest_bytes() > 0 do
+      self.pump_waiters:wait("secretstream reader takes a large frame")
+    end
+    return not (self.err or self.closed)
   end
 
   --- The reader task's data phase: frames are decrypted in C straight from
@@ -136,14 +156,16 @@ function M.bind(S)
       else
         self.raw_bytes_in = self.raw_bytes_in + used
         push_plain(self, data)
-        if more or h:readable() > 0 then
+        if more and self.rbytes + framer:rest_bytes() > self.read_highwater then
+          -- the rest of a frame too large for the read buffer: the
+          -- reader's to take (see the top)
+          if not wait_rest(self) then return end
+        elseif more or h:readable() > 0 then
           -- more is ready (the next part of a large frame, or raw bytes):
           -- one loop turn before the next batch, so the reader takes this
           -- one whole (no join of batches; it may take the next part itself,
           -- direct_read) and the socket is read and acked meanwhile, not
-          -- after all of it is decrypted. Parts go on up to read_highwater
-          -- like whole frames: the task gets back to wait_readable, where a
-          -- peer's reset or END reaches it without a read.
+          -- after all of it is decrypted
           ludx.yield()
         end
       end
