@@ -103,6 +103,25 @@ describe("interop with @hyperswarm/secret-stream", function()
     ss:close()
   end, 180000))
 
+  -- Node's 16 MiB frames: ludx hands each on in 64 KiB parts from the
+  -- frame's buffer, gathers the next behind them, and counts the rest as
+  -- unread in its window
+  it("16 MiB frames from Node arrive whole, read as bytes", run(function()
+    local bytes = 3 * 16777198 + 5000
+    local ss, peer = connect({ mode = "send", initiator = false, bytes = bytes, seed = 41, writeSize = 16777198 },
+      { initiator = true })
+    assert(peer:expect("handshake", 10000))
+    local n, got_hash, err, code = recv_all(ss)
+    assert.is_nil(err, code)
+    assert(ss:finish(30000))
+    local done = assert(peer:expect("done", 60000))
+    assert.are.equal(bytes, n)
+    assert.are.equal(done.sentHash, got_hash)
+    assert.are.equal(4, ss:stats().frames_in)
+    peer:close()
+    ss:close()
+  end, 180000))
+
   it("a Node initiator and a ludx responder, with keep-alives both ways", run(function()
     local ss, peer = connect(
       { mode = "recv", initiator = true, ssKeepalive = 50 },
