@@ -29,7 +29,9 @@ ludx_push_uv_error (lua_State *L, int err) {
 // once: the same peaks became 1.6 MB and 20 MB, and the loop got faster
 // (fewer fresh pages), where paying every string kept 0.9 MB for +0.25 s/GB.
 // One Lua state per process (the runtime's): the heap seen after the last
-// cycle is kept here, lowered whenever the heap is seen smaller.
+// cycle is kept here, lowered whenever the heap is seen smaller. The step
+// sets LuaJIT's threshold anew, so it also runs a collector the program
+// stopped (collectgarbage("stop")): LuaJIT offers no way to tell.
 static size_t gc_after_kb;
 
 void

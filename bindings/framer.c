@@ -42,7 +42,7 @@ typedef struct {
   size_t out_len, out_cap;
   uint32_t glen, ghave;   // feed_udx: the frame being gathered in out (L, bytes so far)
   size_t rd_off, rd_len;  // feed_udx: a large frame's plaintext in out, still to hand over
-  bool backlog;           // feed_udx: rd_len told to the stream (udx_stream_set_read_backlog)
+  bool backlog;           // feed_udx: rd_len told to its stream (one udx stream per framer)
   struct seal_job_s *job; // a frame being sealed off the loop (f:seal_udx)
 } framer_t;
 

@@ -556,6 +556,22 @@ describe("secretstream over udx: large frames in parts", function()
     close(p)
   end))
 
+  -- the rest of a frame past the window (5 MiB against 4 MiB) closes the
+  -- window while it waits: a close there must open it again, or the peer's
+  -- last bytes and END wait for a window that never comes (ECONNRESET at
+  -- the linger's end)
+  it("a close while a frame past the window is half read: the peer ends cleanly", run(function()
+    local p = pair()
+    assert(p.x:write(pattern(5 * 1024 * 1024, 9)))
+    assert.is_true(poll(function() return p.y.framer:rest_bytes() > 4 * 1024 * 1024 end, 10000))
+    assert.are.equal(0, p.rb:stats().recv_rwnd)
+    assert.is_true(p.y:close(5000))
+    assert(p.x:write(pattern(100 * 1024, 10)))
+    assert.is_true(p.x:close(5000))
+    p.sa:close()
+    p.sb:close()
+  end))
+
   -- the parts not read yet were authenticated with the frame: a failure
   -- between them hands them over before the error, as buffered plaintext
   it("a failure between the parts of a frame: the reader gets every byte, then the error", run(function()

@@ -427,7 +427,7 @@ udx_stream_set_read_buffer_limit (udx_stream_t *stream, size_t bytes);
 // message it hands on in parts). They count as unread in the advertised
 // window, so a peer that respects it sends no faster than the reader
 // drains; data already in flight is still taken. The reader sets it as it
-// drains and sets 0 when done (default 0).
+// drains and sets 0 when done (default 0). A close clears it for good.
 int
 udx_stream_set_read_backlog (udx_stream_t *stream, size_t bytes);
 

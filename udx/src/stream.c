@@ -131,6 +131,8 @@ udx__stream_set_read_limit (udx_stream_t *s, uint64_t bytes) {
 
 void
 udx__stream_set_read_backlog (udx_stream_t *s, uint64_t bytes) {
+  if (s->status & UDX_S_CLOSING)
+    return; // what comes now is dropped unread: the window stays open
   s->read_backlog = bytes;
   udx__stream_maybe_window_update(s);
   udx__stream_refresh_stats(s); // recv_rwnd
@@ -488,6 +490,7 @@ udx__stream_shutdown (udx_stream_t *s, uint32_t timeout_ms, uint64_t now) {
     s->close_at = at;
   udx__bufq_release(&s->rdq, s->pool, s->rdq.end);
   udx__ooo_drop_bytes(s);
+  s->read_backlog = 0; // the reader is gone: it holds nothing for us
   udx__stream_maybe_window_update(s);
   if (s->status & UDX_S_ENDED_REMOTE)
     udx__reader_saw_eof(s); // closes if our END is acked too

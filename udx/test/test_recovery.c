@@ -338,6 +338,42 @@ test_read_backlog (void) {
   sim_destroy(&sim);
 }
 
+static bool
+both_closed (sim_t *sim, void *ctx) {
+  UDX_UNUSED(sim);
+  pair_t *p = ctx;
+  return sim_app(p->a)->closed && sim_app(p->b)->closed;
+}
+
+// A reader that closes while it holds a backlog (a large frame half handed
+// on): the close drops what comes unread, so the window reopens in full and
+// the peer's END gets through; a backlog set after the close is ignored.
+static void
+test_read_backlog_close (void) {
+  sim_t sim;
+  sim_init(&sim, 10);
+  pair_t p = pair(&sim);
+  const uint64_t window = 256 * 1024;
+  udx__stream_set_rwnd_max(p.b, (uint32_t) window);
+  sim_app(p.b)->reading = false;
+  sim_app_write(p.a, 8, 1 << 20, true);
+  sim_advance(&sim, 50000);
+  udx__stream_set_read_backlog(p.b, window); // it took everything, holds it
+  uint8_t buf[65536];
+  while (udx__stream_read(p.b, buf, sizeof(buf), sim.now) > 0) {
+  }
+  CHECK_EQ(udx__recv_rwnd(p.b), 0);
+  CHECK_EQ(udx__stream_shutdown(p.b, 5000, sim.now), 0);
+  CHECK_EQ(udx__recv_rwnd(p.b), window);
+  udx__stream_set_read_backlog(p.b, window);
+  CHECK_EQ(udx__recv_rwnd(p.b), window);
+  // the writer's bytes and END go through, both close without an error
+  CHECK(sim_run(&sim, both_closed, &p, 5 * UDX_US_PER_S));
+  CHECK_EQ(sim_app(p.a)->close_status, 0);
+  CHECK_EQ(sim_app(p.b)->close_status, 0);
+  sim_destroy(&sim);
+}
+
 // A sender that ignores the window: the stream holds at most limit + one
 // packet, never acks what it dropped, and loses nothing it acked.
 static void
@@ -477,6 +513,7 @@ static const test_case_t cases[] = {
     {"zero_window_dead_peer", test_zero_window_dead_peer},
     {"slow_reader", test_slow_reader},
     {"read_backlog", test_read_backlog},
+    {"read_backlog_close", test_read_backlog_close},
     {"read_limit_hostile_sender", test_read_limit_hostile_sender},
     {"sack_validation", test_sack_validation},
     {"retransmit_fresh_header", test_retransmit_fresh_header},
