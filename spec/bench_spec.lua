@@ -186,6 +186,25 @@ local function parse_html(text)
   return tags
 end
 
+describe("bench data helpers", function()
+  -- h:keep copies into mappings of 1 MiB (what the bench takes off an end's
+  -- RSS as its own); the digest is the one update() gives, across batches
+  it("a hasher's kept bytes hash as updated ones, across batch edges", function()
+    local core = require("ludx").core
+    local g = core.datagen(3)
+    local a, b = core.hasher(), core.hasher()
+    local n = 0
+    for i = 1, 50 do
+      local s = g:next(i * 40000 + 7)
+      a:update(s)
+      b:keep(s)
+      n = n + #s
+    end
+    assert.is_true(n > 40 * 1024 * 1024)
+    assert.are.equal(a:hex(), b:hex())
+  end)
+end)
+
 describe("ludx bench with suites of your own", function()
   it("runs a suite by path and by --suite-path; skips systems without Node peers in one line", run(function()
     local dir = tmpdir()
