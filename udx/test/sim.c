@@ -600,3 +600,24 @@ sim_done_closed (sim_t *sim, void *ctx) {
   udx_stream_t *s = ctx;
   return sim_app(s)->closed > 0;
 }
+
+sim_pair_t
+sim_pair (sim_t *sim) {
+  sim_pair_t p = {sim_stream(sim, 0, 1), sim_stream(sim, 1, 2)};
+  sim_connect(sim, p.a, 2);
+  sim_connect(sim, p.b, 1);
+  return p;
+}
+
+bool
+sim_done_b_eof (sim_t *sim, void *ctx) {
+  UDX_UNUSED(sim);
+  return sim_app(((sim_pair_t *) ctx)->b)->eof;
+}
+
+bool
+sim_done_both_closed (sim_t *sim, void *ctx) {
+  UDX_UNUSED(sim);
+  sim_pair_t *p = ctx;
+  return sim_app(p->a)->closed && sim_app(p->b)->closed;
+}

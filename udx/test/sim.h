@@ -170,4 +170,20 @@ sim_done_eof (sim_t *sim, void *ctx);
 bool
 sim_done_closed (sim_t *sim, void *ctx);
 
+// Two connected streams: a on node 0 (id 1), b on node 1 (id 2).
+typedef struct {
+  udx_stream_t *a;
+  udx_stream_t *b;
+} sim_pair_t;
+
+sim_pair_t
+sim_pair (sim_t *sim);
+
+// Done tests for a pair (ctx: sim_pair_t *): b saw EOF; both closed.
+bool
+sim_done_b_eof (sim_t *sim, void *ctx);
+
+bool
+sim_done_both_closed (sim_t *sim, void *ctx);
+
 #endif

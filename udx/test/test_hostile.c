@@ -5,19 +5,6 @@
 #include "tap.h"
 #include "test.h"
 
-typedef struct {
-  udx_stream_t *a;
-  udx_stream_t *b;
-} pair_t;
-
-static pair_t
-pair (sim_t *sim) {
-  pair_t p = {sim_stream(sim, 0, 1), sim_stream(sim, 1, 2)};
-  sim_connect(sim, p.a, 2);
-  sim_connect(sim, p.b, 1);
-  return p;
-}
-
 // Internal consistency of a stream's send state.
 static void
 check_invariants (udx_stream_t *s) {
@@ -75,7 +62,7 @@ test_data_seq_ffffffff (void) {
   sim_init(&sim, 2);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   uint8_t pkt[64];
   size_t n = mk_pkt(pkt, UDX_HEADER_DATA, 0, 2, 1 << 20, 0xffffffffu, 0, "x", 1);
@@ -103,7 +90,7 @@ static void
 test_malformed (void) {
   sim_t sim;
   sim_init(&sim, 3);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   uint8_t pkt[64];
   size_t n = mk_pkt(pkt, UDX_HEADER_DATA, 40, 2, 1 << 20, 0, 0, "abc", 3);
   udx__stream_recv(p.b, pkt, n, sim.now);
@@ -131,7 +118,7 @@ static void
 test_destroy_old_seq (void) {
   sim_t sim;
   sim_init(&sim, 4);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 1, 20000);
   sim_app_write(p.a, 1, 20000, false);
   sim_advance(&sim, 200000);
@@ -156,7 +143,7 @@ test_duplicate_flood (void) {
   sim_init(&sim, 5);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   uint8_t pkt[1200];
   static const uint8_t zeros[1000];
@@ -181,7 +168,7 @@ static void
 test_closing_ooo_tiny (void) {
   sim_t sim;
   sim_init(&sim, 13);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   uint8_t pkt[64];
   static const uint8_t bytes[20];
@@ -218,7 +205,7 @@ static void
 test_far_ahead (void) {
   sim_t sim;
   sim_init(&sim, 6);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   uint8_t pkt[64];
   uint32_t seqs[] = {5000, 1000000, 0x7fffffffu, 0x80000000u, 0xfffff000u};
@@ -238,7 +225,7 @@ test_ack_beyond_snd_nxt (void) {
   sim_t sim;
   sim_init(&sim, 7);
   sim.link[0].loss = 1.0;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_write(p.a, 1, 5000, false);
   sim_advance(&sim, 1000);
   uint32_t nxt = p.a->snd_nxt;
@@ -258,7 +245,7 @@ test_sack_overlap_flood (void) {
   sim_t sim;
   sim_init(&sim, 8);
   sim.link[0].loss = 1.0;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   p.a->cwnd = 2000;
   p.a->pacing_rate = 1000000000;
   p.a->tokens = 1 << 30;
@@ -286,7 +273,7 @@ test_sack_then_cumulative_ack (void) {
   sim_t sim;
   sim_init(&sim, 12);
   sim.link[0].loss = 1.0;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_write(p.a, 1, 5000, true);
   sim_advance(&sim, 1000);
   CHECK(udx__stream_flush_request(p.a) == 0);
@@ -316,7 +303,7 @@ static void
 test_end_conflicts (void) {
   sim_t sim;
   sim_init(&sim, 9);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   uint8_t pkt[64];
   size_t n = mk_pkt(pkt, UDX_HEADER_END, 0, 2, 1 << 20, 5, 0, NULL, 0);
@@ -346,7 +333,7 @@ test_heartbeat_flood (void) {
   sim_init(&sim, 10);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   uint8_t pkt[20];
   udx__wire_header(pkt, UDX_HEADER_HEARTBEAT, 0, 2, 0, 12345, 999999);
   for (int i = 0; i < 5000; i++)
@@ -362,7 +349,7 @@ test_garbage_during_transfer (void) {
   sim_t sim;
   sim_init(&sim, 11);
   sim.link[0].loss = 0.01;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 4, 1 << 20);
   sim_app_write(p.a, 4, 1 << 20, true);
   uint64_t rng = 99;
@@ -403,7 +390,7 @@ test_fuzz_mutations (void) {
     sim_init(&sim, seed);
     sim.link[0].loss = 0.02;
     sim.link[1].loss = 0.02;
-    pair_t p = pair(&sim);
+    sim_pair_t p = sim_pair(&sim);
     p.a->cb.on_readable = discard_reader;
     p.b->cb.on_readable = discard_reader;
     sim_app_write(p.a, 4, 200000, true);
@@ -435,7 +422,7 @@ static void
 test_unread_default_bound (void) {
   sim_t sim;
   sim_init(&sim, 12);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   static uint8_t pkt[20 + 1000];
   static const uint8_t payload[1000];

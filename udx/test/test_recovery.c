@@ -7,25 +7,6 @@
 #include "tap.h"
 #include "test.h"
 
-typedef struct {
-  udx_stream_t *a;
-  udx_stream_t *b;
-} pair_t;
-
-static pair_t
-pair (sim_t *sim) {
-  pair_t p = {sim_stream(sim, 0, 1), sim_stream(sim, 1, 2)};
-  sim_connect(sim, p.a, 2);
-  sim_connect(sim, p.b, 1);
-  return p;
-}
-
-static bool
-eof_b (sim_t *sim, void *ctx) {
-  UDX_UNUSED(sim);
-  return sim_app(((pair_t *) ctx)->b)->eof;
-}
-
 // Drops the first transmission of DATA packets whose seq is in [from, to).
 typedef struct {
   uint32_t from;
@@ -57,7 +38,7 @@ give_up (uint32_t timeout_ms, uint64_t lo, uint64_t hi) {
   sim_t sim;
   sim_init(&sim, 1);
   sim.link[0].loss = 1.0;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   if (timeout_ms)
     p.a->timeout_ms = timeout_ms;
   uint64_t t0 = sim.now;
@@ -86,7 +67,7 @@ test_rto_backoff (void) {
   sim_t sim;
   sim_init(&sim, 2);
   sim.link[0].loss = 1.0;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   p.a->timeout_ms = 0; // never give up here
   sim_app_write(p.a, 1, 10, false);
   sim_advance(&sim, 7500000);
@@ -95,7 +76,7 @@ test_rto_backoff (void) {
   CHECK_EQ(p.a->stats.rto_count, 4); // 15 s
   sim.link[0].loss = 0;
   sim_app_expect(p.b, 1, 10);
-  CHECK(sim_run(&sim, eof_b, &p, 40 * UDX_US_PER_S) || sim_app(p.b)->read == 10);
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 40 * UDX_US_PER_S) || sim_app(p.b)->read == 10);
   sim_destroy(&sim);
 }
 
@@ -108,10 +89,10 @@ test_rack_fast_recovery (void) {
   drop_seq_t d = {.from = 40, .to = 41};
   sim.link[0].filter = drop_seq_filter;
   sim.link[0].filter_ctx = &d;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 2, 400000);
   sim_app_write(p.a, 2, 400000, true);
-  CHECK(sim_run(&sim, eof_b, &p, 5 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 5 * UDX_US_PER_S));
   CHECK_EQ(d.dropped, 1);
   CHECK_EQ(p.a->stats.rto_count, 0);
   CHECK(p.a->stats.fast_recoveries >= 1);
@@ -130,11 +111,11 @@ test_tlp (void) {
   d.to = 9;
   sim.link[0].filter = drop_seq_filter;
   sim.link[0].filter_ctx = &d;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 3, 10000);
   uint64_t t0 = sim.now;
   sim_app_write(p.a, 3, 10000, true);
-  CHECK(sim_run(&sim, eof_b, &p, 5 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 5 * UDX_US_PER_S));
   CHECK_EQ(d.dropped, 1);
   CHECK(p.a->stats.tlp_count >= 1);
   CHECK_EQ(p.a->stats.rto_count, 0);
@@ -172,11 +153,11 @@ test_tlp_in_recovery (void) {
   drop_n_t d = {.seq = 3, .times = 2};
   sim.link[0].filter = drop_n_filter;
   sim.link[0].filter_ctx = &d;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 3, 10000);
   uint64_t t0 = sim.now;
   sim_app_write(p.a, 3, 10000, true);
-  CHECK(sim_run(&sim, eof_b, &p, 5 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 5 * UDX_US_PER_S));
   CHECK_EQ(d.dropped, 2);
   CHECK(p.a->stats.fast_recoveries >= 1);
   CHECK(p.a->stats.tlp_count >= 1);
@@ -197,10 +178,10 @@ test_rto_attempts_before_give_up (void) {
   drop_n_t d = {.seq = 6, .times = 6};
   sim.link[0].filter = drop_n_filter;
   sim.link[0].filter_ctx = &d;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 3, 10 * 1000);
   sim_app_write(p.a, 3, 10 * 1000, true); // 7 packets of 1452 bytes: seq 6 is the last
-  CHECK(sim_run(&sim, eof_b, &p, 30 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 30 * UDX_US_PER_S));
   CHECK_EQ(d.dropped, 6);
   CHECK_EQ(sim_app(p.a)->closed, 0);
   CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
@@ -216,7 +197,7 @@ test_zero_window (void) {
   sim_init(&sim, 5);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   p.b->read_limit = 16384;
   sim_app(p.b)->reading = false;
   sim_app_expect(p.b, 4, 300000);
@@ -232,7 +213,7 @@ test_zero_window (void) {
   CHECK(tap.data[0] - data_before <= 2); // nothing but probes while closed
   sim_app(p.b)->reading = true;
   sim_app_drain_reader(p.b);
-  CHECK(sim_run(&sim, eof_b, &p, 30 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 30 * UDX_US_PER_S));
   CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
   sim_destroy(&sim);
 }
@@ -244,7 +225,7 @@ static void
 test_zero_window_dead_peer (void) {
   sim_t sim;
   sim_init(&sim, 15);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   p.b->read_limit = 16384;
   sim_app(p.b)->reading = false;
   sim_app_write(p.a, 4, 300000, true);
@@ -269,7 +250,7 @@ static void
 test_slow_reader (void) {
   sim_t sim;
   sim_init(&sim, 6);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   p.b->read_limit = 65536;
   sim_app(p.b)->reading = false;
   sim_app_expect(p.b, 5, 2 << 20);
@@ -302,7 +283,7 @@ static void
 test_read_backlog (void) {
   sim_t sim;
   sim_init(&sim, 9);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   const uint64_t window = 256 * 1024;
   udx__stream_set_rwnd_max(p.b, (uint32_t) window);
   sim_app(p.b)->reading = false;
@@ -338,13 +319,6 @@ test_read_backlog (void) {
   sim_destroy(&sim);
 }
 
-static bool
-both_closed (sim_t *sim, void *ctx) {
-  UDX_UNUSED(sim);
-  pair_t *p = ctx;
-  return sim_app(p->a)->closed && sim_app(p->b)->closed;
-}
-
 // A reader that closes while it holds a backlog (a large frame half handed
 // on): the close drops what comes unread, so the window reopens in full and
 // the peer's END gets through; a backlog set after the close is ignored.
@@ -352,7 +326,7 @@ static void
 test_read_backlog_close (void) {
   sim_t sim;
   sim_init(&sim, 10);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   const uint64_t window = 256 * 1024;
   udx__stream_set_rwnd_max(p.b, (uint32_t) window);
   sim_app(p.b)->reading = false;
@@ -368,7 +342,7 @@ test_read_backlog_close (void) {
   udx__stream_set_read_backlog(p.b, window);
   CHECK_EQ(udx__recv_rwnd(p.b), window);
   // the writer's bytes and END go through, both close without an error
-  CHECK(sim_run(&sim, both_closed, &p, 5 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_both_closed, &p, 5 * UDX_US_PER_S));
   CHECK_EQ(sim_app(p.a)->close_status, 0);
   CHECK_EQ(sim_app(p.b)->close_status, 0);
   sim_destroy(&sim);
@@ -419,7 +393,7 @@ test_sack_validation (void) {
   sim_t sim;
   sim_init(&sim, 8);
   sim.link[0].loss = 1.0;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_write(p.a, 1, 20000, false);
   sim_advance(&sim, 1000);
   CHECK_EQ(p.a->snd_una, 0);
@@ -449,12 +423,12 @@ test_retransmit_fresh_header (void) {
   drop_seq_t d = {.from = 30, .to = 31};
   sim.link[0].filter = drop_seq_filter;
   sim.link[0].filter_ctx = &d;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 1, 300000);
   sim_app_expect(p.a, 2, 300000);
   sim_app_write(p.a, 1, 300000, true);
   sim_app_write(p.b, 2, 300000, true);
-  CHECK(sim_run(&sim, eof_b, &p, 5 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 5 * UDX_US_PER_S));
   CHECK(tap.watch_count >= 2);
   CHECK(udx__seq_gt(tap.watch_acks[1], tap.watch_acks[0]));
   sim_destroy(&sim);
@@ -465,7 +439,7 @@ static void
 test_clock_monotonic (void) {
   sim_t sim;
   sim_init(&sim, 10);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   uint8_t buf[3000] = {0};
   CHECK(udx__stream_write(p.a, buf, sizeof(buf), false, sim.now + 500) >= 0);
   udx__stream_flush(p.a, sim.now); // older than the last call
@@ -483,7 +457,7 @@ test_window_update (void) {
   sim_init(&sim, 12);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   sim_app_expect(p.b, 4, 6 << 20);
   sim_app_write(p.a, 4, 6 << 20, false);

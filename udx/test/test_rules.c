@@ -6,32 +6,6 @@
 #include "tap.h"
 #include "test.h"
 
-typedef struct {
-  udx_stream_t *a;
-  udx_stream_t *b;
-} pair_t;
-
-static pair_t
-pair (sim_t *sim) {
-  pair_t p = {sim_stream(sim, 0, 1), sim_stream(sim, 1, 2)};
-  sim_connect(sim, p.a, 2);
-  sim_connect(sim, p.b, 1);
-  return p;
-}
-
-static bool
-eof_b (sim_t *sim, void *ctx) {
-  UDX_UNUSED(sim);
-  return sim_app(((pair_t *) ctx)->b)->eof;
-}
-
-static bool
-both_closed (sim_t *sim, void *ctx) {
-  UDX_UNUSED(sim);
-  pair_t *p = ctx;
-  return sim_app(p->a)->closed && sim_app(p->b)->closed;
-}
-
 // libudx: one ACK for every DATA/END packet.
 static void
 test_ack_each (void) {
@@ -39,11 +13,11 @@ test_ack_each (void) {
   sim_init(&sim, 1);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   p.b->ack_policy = UDX_ACK_EACH;
   sim_app_expect(p.b, 3, 100000);
   sim_app_write(p.a, 3, 100000, true);
-  CHECK(sim_run(&sim, eof_b, &p, 5 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 5 * UDX_US_PER_S));
   sim_advance(&sim, 100000);
   int data_or_end = tap.data[0] + (tap.ends[0] - (tap.last_data_type[0] == 3 ? 1 : 0));
   CHECK(data_or_end > 50);
@@ -59,12 +33,12 @@ test_ack_batch (void) {
   tap_t tap;
   tap_attach(&sim, &tap);
   sim.link[0].batch_us = 1000; // arrivals come in bursts (like GRO / recvmmsg)
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   CHECK_EQ(p.b->ack_policy, UDX_ACK_BATCH);
   sim_app_expect(p.b, 3, 1 << 20);
   sim_app_write(p.a, 3, 1 << 20, true);
   sim_app_write(p.b, 0, 0, true);
-  CHECK(sim_run(&sim, both_closed, &p, 10 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_both_closed, &p, 10 * UDX_US_PER_S));
   CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
   CHECK(tap.acks[1] * 2 < tap.data[0]);
   sim_destroy(&sim);
@@ -168,7 +142,7 @@ static void
 test_high_water_mark (void) {
   sim_t sim;
   sim_init(&sim, 4);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   static uint8_t buf[300000];
   uint64_t hwm = 262144 + 10 * 1152;
   CHECK_EQ(udx__stream_write(p.a, buf, hwm, false, sim.now), 1);
@@ -191,7 +165,7 @@ test_late_packetization (void) {
   sim_init(&sim, 5);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 9, 10000);
   uint8_t buf[100];
   for (int i = 0; i < 100; i++) {
@@ -212,12 +186,12 @@ test_end_flag_combined (void) {
   sim_init(&sim, 6);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 1, 100);
   sim_app_write(p.a, 1, 100, false);
   CHECK(udx__stream_write(p.a, NULL, 0, true, sim.now) >= 0);
   CHECK(udx__stream_write(p.a, "x", 1, false, sim.now) == UDX_ERR_PIPE);
-  CHECK(sim_run(&sim, eof_b, &p, UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, UDX_US_PER_S));
   CHECK_EQ(tap.data[0], 1);
   CHECK_EQ(tap.ends[0], 1);
   CHECK_EQ(tap.last_data_type[0], UDX_HEADER_DATA | UDX_HEADER_END);
@@ -230,10 +204,10 @@ static void
 test_half_close (void) {
   sim_t sim;
   sim_init(&sim, 7);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 1, 1000);
   sim_app_write(p.a, 1, 1000, true);
-  CHECK(sim_run(&sim, eof_b, &p, UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, UDX_US_PER_S));
   sim_advance(&sim, 200000);
   CHECK_EQ(sim_app(p.a)->finishes, 1);
   CHECK_EQ(sim_app(p.a)->closed, 0);
@@ -241,7 +215,7 @@ test_half_close (void) {
   // b still writes to a
   sim_app_expect(p.a, 2, 300000);
   sim_app_write(p.b, 2, 300000, true);
-  CHECK(sim_run(&sim, both_closed, &p, 5 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_both_closed, &p, 5 * UDX_US_PER_S));
   CHECK(sim_app(p.a)->hash == sim_app(p.a)->expect_hash);
   CHECK_EQ(sim_app(p.a)->close_status, 0);
   CHECK_EQ(sim_app(p.b)->close_status, 0);
@@ -254,7 +228,7 @@ static void
 test_close_waits_for_reader (void) {
   sim_t sim;
   sim_init(&sim, 8);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   sim_app_expect(p.b, 1, 5000);
   sim_app_write(p.a, 1, 5000, true);
@@ -266,7 +240,7 @@ test_close_waits_for_reader (void) {
   sim_app(p.b)->reading = true;
   sim_app_drain_reader(p.b);
   CHECK(sim_app(p.b)->eof);
-  CHECK(sim_run(&sim, both_closed, &p, UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_both_closed, &p, UDX_US_PER_S));
   CHECK_EQ(sim_app(p.b)->read, 5000);
   sim_destroy(&sim);
 }
@@ -278,13 +252,13 @@ test_destroy (void) {
   sim_init(&sim, 9);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 1, 50000);
   sim_app_write(p.a, 1, 50000, false);
   sim_advance(&sim, 100000);
   CHECK_EQ(udx__stream_destroy(p.a, sim.now), 1);
   CHECK_EQ(udx__stream_destroy(p.a, sim.now), 0);
-  CHECK(sim_run(&sim, both_closed, &p, UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_both_closed, &p, UDX_US_PER_S));
   CHECK_EQ(sim_app(p.a)->close_status, 0);
   CHECK_EQ(sim_app(p.b)->close_status, UDX_ERR_CONNRESET);
   CHECK_EQ(tap.destroys[0], 1);
@@ -311,7 +285,7 @@ test_message (void) {
   sim_init(&sim, 10);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   static uint8_t big[3000];
   CHECK_EQ(udx__stream_send_message(p.a, "hello", 5, sim.now), 0);
   CHECK_EQ(udx__stream_send_message(p.a, big, UDX_MESSAGE_MAX + 1, sim.now), UDX_ERR_MSGSIZE);
@@ -367,7 +341,7 @@ test_keepalive (void) {
   sim_init(&sim, 12);
   tap_t tap;
   tap_attach(&sim, &tap);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   p.a->keepalive_ms = 100;
   p.a->timeout_ms = 2000;
   udx__stream_flush(p.a, sim.now);
@@ -406,7 +380,7 @@ static void
 test_change_remote (void) {
   sim_t sim;
   sim_init(&sim, 14);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 8, 2 << 20);
   sim_app_write(p.a, 8, 2 << 20, true);
   sim_advance(&sim, 100000);
@@ -415,7 +389,7 @@ test_change_remote (void) {
   CHECK_EQ(p.a->mtu, UDX_MTU_BASE);
   CHECK(p.a->status & UDX_S_CHANGING);
   CHECK_EQ(sim_app(p.a)->remote_changed, 0);
-  CHECK(sim_run(&sim, eof_b, &p, 10 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, 10 * UDX_US_PER_S));
   CHECK_EQ(sim_app(p.a)->remote_changed, 1);
   CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
   // when nothing is in flight it completes at once (delivered later, once)
@@ -437,10 +411,10 @@ test_seq_ack_setup (void) {
   b->rcv_nxt = b->snd_wl1 = 1000;
   sim_connect(&sim, a, 2);
   sim_connect(&sim, b, 1);
-  pair_t p = {a, b};
+  sim_pair_t p = {a, b};
   sim_app_expect(b, 2, 50000);
   sim_app_write(a, 2, 50000, true);
-  CHECK(sim_run(&sim, eof_b, &p, UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_b_eof, &p, UDX_US_PER_S));
   CHECK(b->rcv_nxt > 1000);
   sim_destroy(&sim);
 }
@@ -451,7 +425,7 @@ static void
 test_graceful_close (void) {
   sim_t sim;
   sim_init(&sim, 12);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.a)->reading = false;
   sim_app_expect(p.b, 1, 60000);
   sim_app_write(p.a, 1, 60000, false);
@@ -463,7 +437,7 @@ test_graceful_close (void) {
   CHECK(udx__stream_write(p.a, "x", 1, false, sim.now) == UDX_ERR_PIPE);
   // b writes on (more than a's window: it must be acked to get through)
   sim_app_write(p.b, 3, 4000000, true);
-  CHECK(sim_run(&sim, both_closed, &p, 10 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_both_closed, &p, 10 * UDX_US_PER_S));
   CHECK(sim_app(p.b)->eof);
   CHECK(sim_app(p.b)->hash == sim_app(p.b)->expect_hash);
   CHECK_EQ(sim_app(p.a)->close_status, 0);
@@ -480,13 +454,13 @@ static void
 test_graceful_close_timeout (void) {
   sim_t sim;
   sim_init(&sim, 13);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app_expect(p.b, 1, 5000);
   sim_app_write(p.a, 1, 5000, false);
   uint64_t t0 = sim.now;
   CHECK_EQ(udx__stream_shutdown(p.a, 300, sim.now), 0);
   CHECK_EQ(udx__stream_shutdown(p.a, 60000, sim.now), 0); // a later, longer one does not extend it
-  CHECK(sim_run(&sim, both_closed, &p, 2 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_both_closed, &p, 2 * UDX_US_PER_S));
   CHECK(sim_app(p.b)->eof);
   CHECK_EQ(sim_app(p.b)->read, 5000);
   CHECK_EQ(sim_app(p.a)->finishes, 1);

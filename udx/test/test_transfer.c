@@ -5,36 +5,14 @@
 #include "sim.h"
 #include "test.h"
 
-typedef struct {
-  udx_stream_t *a;
-  udx_stream_t *b;
-} pair_t;
-
-static pair_t
-pair (sim_t *sim) {
-  pair_t p;
-  p.a = sim_stream(sim, 0, 1);
-  p.b = sim_stream(sim, 1, 2);
-  sim_connect(sim, p.a, 2);
-  sim_connect(sim, p.b, 1);
-  return p;
-}
-
-static bool
-both_closed (sim_t *sim, void *ctx) {
-  UDX_UNUSED(sim);
-  pair_t *p = ctx;
-  return sim_app(p->a)->closed && sim_app(p->b)->closed;
-}
-
 // a -> b: total bytes; b ends too so both close gracefully.
 static void
-transfer (sim_t *sim, pair_t *p, uint64_t total, uint64_t max_us) {
+transfer (sim_t *sim, sim_pair_t *p, uint64_t total, uint64_t max_us) {
   sim_app_expect(p->b, 77, total);
   sim_app_write(p->a, 77, total, true);
   sim_app_write(p->b, 0, 0, true);
   uint64_t t0 = sim->now;
-  bool ok = sim_run(sim, both_closed, p, max_us);
+  bool ok = sim_run(sim, sim_done_both_closed, p, max_us);
   if (getenv("UDX_TEST_VERBOSE") || !ok) {
     udx_stream_stats_t *st = &p->a->stats;
     fprintf(stderr, "t=%.3fs sent=%llu rtx=%llu rto=%llu tlp=%llu fr=%llu lost=%llu bbr=%u cwnd=%u pace=%llu bw=%llu srtt=%u minrtt=%u mtu=%u read=%llu\n", (sim->now - t0) / 1e6, (unsigned long long) st->packets_sent, (unsigned long long) st->retransmits, (unsigned long long) st->rto_count, (unsigned long long) st->tlp_count, (unsigned long long) st->fast_recoveries, (unsigned long long) st->lost, st->bbr_state, st->cwnd, (unsigned long long) st->pacing_rate, (unsigned long long) st->bbr_bw, st->rtt_us, st->min_rtt_us, st->mtu, (unsigned long long) sim_app(p->b)->read);
@@ -55,7 +33,7 @@ static void
 test_small (void) {
   sim_t sim;
   sim_init(&sim, 1);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   transfer(&sim, &p, 5, 5 * UDX_US_PER_S);
   CHECK_EQ(p.a->stats.dropped_sacks, 0);
   sim_destroy(&sim);
@@ -65,7 +43,7 @@ static void
 test_clean_1mb (void) {
   sim_t sim;
   sim_init(&sim, 2);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   transfer(&sim, &p, 1 << 20, 30 * UDX_US_PER_S);
   CHECK_EQ(p.a->stats.retransmits, 0);
   sim_destroy(&sim);
@@ -77,7 +55,7 @@ test_loss (void) {
   sim_init(&sim, 3);
   sim.link[0].loss = 0.05;
   sim.link[1].loss = 0.05;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   transfer(&sim, &p, 2 << 20, 120 * UDX_US_PER_S);
   CHECK(p.a->stats.retransmits > 0);
   sim_destroy(&sim);
@@ -99,7 +77,7 @@ test_zero_copy (void) {
   sim.link[1].reorder_us = 15000;
   sim.link[1].batch_us = 2000;
   sim.link[1].dup = 0.05;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   transfer(&sim, &p, 4 << 20, 120 * UDX_US_PER_S);
   sim_advance(&sim, UDX_US_PER_S); // what was still held goes out
   CHECK(p.a->stats.retransmits > 0);
@@ -116,7 +94,7 @@ test_reorder_dup (void) {
   sim.link[0].reorder_us = 3000;
   sim.link[0].dup = 0.05;
   sim.link[1].dup = 0.05;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   transfer(&sim, &p, 2 << 20, 60 * UDX_US_PER_S);
   sim_destroy(&sim);
 }
@@ -129,7 +107,7 @@ test_bottleneck (void) {
   sim.link[0].queue_bytes = 64 * 1024;
   sim.link[0].delay_us = 20000;
   sim.link[1].delay_us = 20000;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   transfer(&sim, &p, 4 << 20, 60 * UDX_US_PER_S);
   CHECK(p.a->bbr.state == UDX_BBR_STATE_PROBE_BW || p.a->bbr.state == UDX_BBR_STATE_PROBE_RTT);
   sim_destroy(&sim);
@@ -144,7 +122,7 @@ test_blackout (void) {
   sim.link[1].blackout_start = sim.now + 200000;
   sim.link[1].blackout_end = sim.now + 3200000;
   sim.link[0].rate = 2500000;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   transfer(&sim, &p, 2 << 20, 60 * UDX_US_PER_S);
   CHECK(p.a->stats.rto_count > 0);
   sim_destroy(&sim);
@@ -158,7 +136,7 @@ test_corruption (void) {
   sim_t sim;
   sim_init(&sim, 7);
   sim.link[0].loss = 0.02;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   transfer(&sim, &p, 1 << 20, 60 * UDX_US_PER_S);
   sim_destroy(&sim);
 }
@@ -182,7 +160,7 @@ test_seq_wrap (void) {
   a->rcv_nxt = start - 100;
   sim_connect(&sim, a, 2);
   sim_connect(&sim, b, 1);
-  pair_t p = {a, b};
+  sim_pair_t p = {a, b};
   transfer(&sim, &p, 1 << 20, 60 * UDX_US_PER_S);
   CHECK(udx__seq_lt(a->snd_nxt, 0x10000000u)); // it did wrap
   CHECK(a->snd_nxt < start);
@@ -205,13 +183,13 @@ test_no_alloc_per_packet (void) {
     udx_stream_t *b = sim_stream(&sim, 1, 11 + 2 * round);
     sim_connect(&sim, a, 11 + 2 * round);
     sim_connect(&sim, b, 10 + 2 * round);
-    pair_t p = {a, b};
+    sim_pair_t p = {a, b};
     chunks = sim.pool.chunks.allocs;
     slots = sim.pool.slots.allocs;
     sim_app_expect(b, 5, 16 << 20);
     sim_app_write(a, 5, 16 << 20, true);
     sim_app_write(b, 0, 0, true);
-    CHECK(sim_run(&sim, both_closed, &p, 120 * UDX_US_PER_S));
+    CHECK(sim_run(&sim, sim_done_both_closed, &p, 120 * UDX_US_PER_S));
     CHECK(sim_app(b)->hash == sim_app(b)->expect_hash);
     CHECK(a->stats.retransmits > 50);
     if (round == 1) {
@@ -233,7 +211,7 @@ test_write_fill (void) {
   sim.link[0].queue_bytes = 200000;
   sim.link[0].loss = 0.02;
   sim.link[1].loss = 0.02;
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.a)->fill = true;
   uint64_t total = 24 << 20;
   sim_app_expect(p.b, 78, total);
@@ -252,7 +230,7 @@ test_write_fill (void) {
   CHECK(p.a->stats.retransmits > 50);
   sim_app_write(p.a, 0, 0, true);
   sim_app_write(p.b, 0, 0, true);
-  CHECK(sim_run(&sim, both_closed, &p, 30 * UDX_US_PER_S));
+  CHECK(sim_run(&sim, sim_done_both_closed, &p, 30 * UDX_US_PER_S));
   CHECK(p.a->sndq.ext == NULL);
   CHECK_EQ(sim.pool.blocks, 0);
   sim_destroy(&sim);
@@ -264,7 +242,7 @@ static void
 test_write_fill_destroyed (void) {
   sim_t sim;
   sim_init(&sim, 11);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   sim_app(p.b)->reading = false;
   sim_app(p.a)->fill = true;
   sim_app_write(p.a, 79, 24 << 20, false);
@@ -329,7 +307,7 @@ static void
 test_write_fill_after_failed (void) {
   sim_t sim;
   sim_init(&sim, 12);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   uint64_t total = 256 * 1024 + 6 * (1 << 20);
   sim_app_expect(p.b, 4, total);
   fill_ctx_t f = {.seed = 4};
@@ -354,7 +332,7 @@ static void
 test_write_fill_reentry (void) {
   sim_t sim;
   sim_init(&sim, 13);
-  pair_t p = pair(&sim);
+  sim_pair_t p = sim_pair(&sim);
   p.b->cb.on_readable = NULL; // the bytes are 7s: not read here
   size_t sizes[] = {100, 20000, 300000};
   for (int end = 0; end < 2; end++) {
