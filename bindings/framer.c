@@ -270,13 +270,14 @@ l_framer_feed (lua_State *L) {
 }
 
 // The next part (at most max bytes) of a large frame's plaintext that
-// feed_udx hands over in parts.
-static void
+// feed_udx hands over in parts; returns its length.
+static size_t
 push_rest (lua_State *L, framer_t *f, size_t max) {
   size_t n = f->rd_len < max ? f->rd_len : max;
   lua_pushlstring(L, (const char *) f->out + f->rd_off, n);
   f->rd_off += n;
   f->rd_len -= n;
+  return n;
 }
 
 // f:rest([max]) -> the next part of a large frame feed_udx hands over in
@@ -288,9 +289,7 @@ l_framer_rest (lua_State *L) {
   size_t max = (size_t) ludx_opt_integer(L, 2, "max", 65536, 1, (lua_Integer) 1 << 30);
   if (f->rd_len == 0)
     return 0;
-  size_t part = f->rd_len < max ? f->rd_len : max;
-  push_rest(L, f, max);
-  ludx_gc_pay(L, part);
+  ludx_gc_pay(L, push_rest(L, f, max));
   return 1;
 }
 
@@ -381,8 +380,7 @@ l_framer_feed_udx (lua_State *L) {
   if (f->pend_len > 0)
     return luaL_error(L, "framer: feed_udx with bytes held from feed");
   if (f->rd_len > 0) { // the rest of a large frame, already authenticated
-    size_t part = f->rd_len < max ? f->rd_len : max;
-    push_rest(L, f, max);
+    size_t part = push_rest(L, f, max);
     size_t used = 0;
     if (st != NULL && !closed) {
       used = gather_behind(f, st);
