@@ -369,6 +369,7 @@ l_socket_stats (lua_State *L) {
   push_u64(L, "linger_records", st->linger_records);
   push_u64(L, "linger_acks", st->linger_acks);
   push_u64(L, "linger_evicted", st->linger_evicted);
+  push_u64(L, "ack_pauses", st->ack_pauses);
   return 1;
 }
 
@@ -380,6 +381,19 @@ l_socket_set_linger (lua_State *L) {
   uint32_t max = (uint32_t) ludx_check_integer(L, 2, "max", 0, 4096);
   uint32_t ms = (uint32_t) ludx_check_integer(L, 3, "min_ms", 0, 600000);
   int err = udx_socket_set_linger(s->sock, max, ms);
+  if (err < 0)
+    return ludx_push_uv_error(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+// sock:set_ack_pause(us): how long reading stops after a read of only ACKs
+// from a peer that acks every packet (udx_socket_set_ack_pause); 0 = never.
+static int
+l_socket_set_ack_pause (lua_State *L) {
+  lsock_t *s = check_socket(L, 1);
+  uint32_t us = (uint32_t) ludx_check_integer(L, 2, "us", 0, 1000);
+  int err = udx_socket_set_ack_pause(s->sock, us);
   if (err < 0)
     return ludx_push_uv_error(L, err);
   lua_pushboolean(L, 1);
@@ -421,6 +435,7 @@ ludx_bind_udx (lua_State *L) {
       {"stats", l_socket_stats},
       {"set_fault", l_socket_set_fault},
       {"set_linger", l_socket_set_linger},
+      {"set_ack_pause", l_socket_set_ack_pause},
       {"buffer_sizes", l_socket_buffers},
       {"__gc", l_socket_gc},
       {NULL, NULL}};

@@ -137,6 +137,7 @@ function M.bind(host, port, opts)
   if port == nil then port = 0 end
   if type(host) ~= "string" then bad_arg("host", "bind", "string", type(host)) end
   if type(port) ~= "number" or port < 0 or port > 65535 or port % 1 ~= 0 then bad_arg("port", "bind", "port number 0..65535", tostring(port)) end
+  if opts and opts.ack_pause_us ~= nil then check.integer(opts.ack_pause_us, 0, 1000, "ack_pause_us", "bind") end
   local self = setmetatable({ waiters = ludx.waiters(), closed = false }, Socket)
   self.ref = ludx.ref(self)
   local h, msg, code = core.udx_bind(host, port, self.ref, opts and opts.ipv6only)
@@ -149,7 +150,22 @@ function M.bind(host, port, opts)
   if opts and (opts.linger_max or opts.linger_ms) then
     self:set_linger(opts.linger_max or 64, opts.linger_ms or 2000)
   end
+  if opts and opts.ack_pause_us then self:set_ack_pause(opts.ack_pause_us) end
   return self
+end
+
+--- ACK pause: a peer that acks every packet (udx-native, libudx) sends an
+-- ACK per datagram we send. After a read that brought only such ACKs, for
+-- streams still waiting on data in flight, the socket stops reading for us
+-- microseconds and then takes what came in one batch, instead of waking for
+-- each (like a network card's interrupt moderation). A read with anything
+-- else in it (data, messages, raw datagrams) is never followed by a pause.
+-- 0..1000; 0 turns it off. Default 100 (udx.bind opts ack_pause_us).
+-- stats().ack_pauses counts them.
+function Socket:set_ack_pause(us)
+  check.integer(us, 0, 1000, "us", "set_ack_pause")
+  if self.closed then return nil, "socket is closed", "EBADF" end
+  return self.h:set_ack_pause(us)
 end
 
 --- Linger: a stream on this socket that closes gracefully (both ENDs acked

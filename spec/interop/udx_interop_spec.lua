@@ -66,6 +66,9 @@ describe("interop with udx-native", function()
     -- loopback the MTU search goes on past 1500 to a 2048-byte UDP payload
     -- (the hash above shows every byte arrived intact)
     assert.are.equal(2048 + 28, s:stats().mtu)
+    -- and it acks each packet: the socket took those ACKs in batches,
+    -- pausing its reads between them
+    assert.is_true(sock:stats().ack_pauses > 0)
     peer:close()
     s:close()
     sock:close()

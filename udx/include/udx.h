@@ -62,7 +62,7 @@ typedef struct udx_stream_s udx_stream_t;
 // fields at any time without a call (FFI-friendly). New fields are only ever
 // appended, and `version` is bumped when they are.
 
-#define UDX_SOCKET_STATS_VERSION 4
+#define UDX_SOCKET_STATS_VERSION 5
 
 typedef struct udx_socket_stats_s {
   uint32_t version;
@@ -95,6 +95,8 @@ typedef struct udx_socket_stats_s {
   uint64_t linger_records; // gracefully closed streams that left a linger record
   uint64_t linger_acks;    // ACKs sent for closed streams (a retransmitted END)
   uint64_t linger_evicted; // records dropped early: the socket held its maximum
+  // version 5
+  uint64_t ack_pauses; // reads paused after a batch of only ACKs (udx_socket_set_ack_pause)
 } udx_socket_stats_t;
 
 #define UDX_STREAM_STATS_VERSION 1
@@ -258,6 +260,16 @@ udx_socket_set_fault (udx_socket_t *socket, const udx_fault_t *fault);
 // 64 and 2000 ms. Changing it forgets the records.
 int
 udx_socket_set_linger (udx_socket_t *socket, uint32_t max, uint32_t min_ms);
+
+// ACK pause: after a readable event that brought only ACKs, each from a
+// peer that acks every packet (the libudx family) to a stream still waiting
+// on data in flight, the socket stops reading for `us` microseconds and then
+// takes what came in one batch, instead of waking once per ACK. Any other
+// datagram in a read (data, messages, raw datagrams) means no pause after
+// it. At most 1000 (else UV_EINVAL); 0 turns it off. Default 100. Linux
+// only (elsewhere it never pauses). Counted in stats ack_pauses.
+int
+udx_socket_set_ack_pause (udx_socket_t *socket, uint32_t us);
 
 // ---------------------------------------------------------------------------
 // Stream

@@ -98,6 +98,12 @@ udx__acks_each (const udx_stream_t *s) {
   return s->ack_span_samples >= UDX_ACK_EACH_SAMPLES && s->ack_span16 < 2 * 16;
 }
 
+bool
+udx__stream_ack_pausable (const udx_stream_t *s, uint8_t type) {
+  uint8_t busy = UDX_FLAGS_DATA_OR_END | UDX_HEADER_MESSAGE | UDX_HEADER_DESTROY | UDX_HEADER_HEARTBEAT;
+  return !(type & busy) && (s->status & UDX_S_CONNECTED) && !udx__stream_dead(s) && s->snd_una != s->snd_nxt && udx__acks_each(s);
+}
+
 // A libudx receiver pays per datagram (a recvmsg, a callback, an ACK sent):
 // 2048-byte datagrams carry 40% more per packet than 1500-byte ones. It reads
 // each into a 2048-byte buffer, so that is the ceiling; a peer that coalesces

@@ -268,6 +268,8 @@ udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct socka
       udx__stream_recv(s, buf, len, now);
       if (s->stats.malformed != malformed)
         sock->stats.malformed++;
+      else
+        sock->rx_ack = udx__stream_ack_pausable(s, buf[UDX_WIRE_TYPE_OFFSET]);
       udx__mark_dirty(s);
       return;
     }
@@ -333,6 +335,7 @@ udx__socket_read (udx_socket_t *sock) {
   // A bounded amount of work per readable event, so timers and acks of other
   // streams are never starved by a flood. Each datagram is processed right
   // after its batch is read, in this same callback.
+  sock->rx_acks_only = true;
   while (budget > 0 && !sock->closing) {
     int want = budget < batch ? budget : batch;
     int n = udx__sys_recv_batch(sock->fd, udx->rx_bufs, size, udx->rx_addrs, msgs, want);
@@ -355,17 +358,78 @@ udx__socket_read (udx_socket_t *sock) {
         sock->stats.packets_rx++;
         sock->stats.bytes_rx += len;
         budget--;
+        sock->rx_ack = false;
         if (msgs[i].truncated || len > UDX_RX_BUFFER_SIZE) {
           sock->stats.truncated++; // a cut datagram would corrupt data: drop it
         } else {
           udx__socket_rx(sock, buf + off, len, &udx->rx_addrs[i], now);
         }
+        sock->rx_acks_only = sock->rx_acks_only && sock->rx_ack;
         off += len;
       } while (off < msgs[i].len && !sock->closing);
     }
     if (n < want)
       break;
   }
+}
+
+// --- ACK pause
+//
+// A peer that acks every packet (the libudx family) sends an ACK per
+// datagram, and a sender waiting on them in epoll is woken for each: a
+// wake-up costs both ends (on loopback the peer pays for ours in its
+// sendmsg), more than the ACK itself. After a readable event that brought
+// only such ACKs, reading stops for ack_pause_us and the next read takes
+// what came meanwhile in one batch, like a NIC's interrupt moderation
+// (ethtool rx-usecs). BBR sees the batches as ACK aggregation and keeps
+// enough in flight to cover the pause. Any other datagram (data, a
+// message, a raw datagram, a stream that is not waiting) ends pausing for
+// that read, so receivers and request traffic are never held.
+
+static void
+udx__on_poll (uv_poll_t *h, int status, int events);
+
+static void
+udx__on_pause_end (uv_poll_t *h, int status, int events) {
+  (void) status;
+  (void) events;
+  udx_socket_t *sock = h->data;
+  udx__sys_timer_drain(sock->pause_fd);
+  if (!sock->rx_paused)
+    return;
+  sock->rx_paused = false;
+  uv_unref((uv_handle_t *) &sock->pause_poll);
+  if (sock->closing)
+    return;
+  udx__socket_poll_update(sock);
+  udx__on_poll(&sock->poll, 0, UV_READABLE); // what came meanwhile, now
+}
+
+static void
+udx__socket_pause (udx_socket_t *sock) {
+  if (sock->ack_pause_us == 0 || sock->rx_paused || sock->closing)
+    return;
+  if (sock->pause_fd < 0) {
+    int fd = udx__sys_timer_fd();
+    if (fd >= 0 && uv_poll_init(sock->udx->loop, &sock->pause_poll, fd) < 0) {
+      close(fd);
+      fd = -1;
+    }
+    if (fd < 0) {
+      sock->ack_pause_us = 0; // no timer fd here: no pause
+      return;
+    }
+    sock->pause_fd = fd;
+    sock->pause_poll.data = sock;
+    uv_poll_start(&sock->pause_poll, UV_READABLE, udx__on_pause_end);
+    uv_unref((uv_handle_t *) &sock->pause_poll); // referenced only while armed
+  }
+  if (udx__sys_timer_arm(sock->pause_fd, sock->ack_pause_us) < 0)
+    return;
+  sock->rx_paused = true;
+  sock->stats.ack_pauses++;
+  uv_ref((uv_handle_t *) &sock->pause_poll);
+  udx__socket_poll_update(sock);
 }
 
 static void
@@ -377,17 +441,24 @@ udx__on_poll (uv_poll_t *h, int status, int events) {
   }
   if (events & UV_WRITABLE)
     udx__socket_flush(sock);
-  if ((events & UV_READABLE) && !sock->closing)
+  uint64_t seen = sock->stats.packets_rx;
+  bool read = (events & UV_READABLE) && !sock->closing;
+  if (read)
     udx__socket_read(sock);
   udx__settle(sock->udx);
+  if (read && sock->rx_acks_only && sock->stats.packets_rx != seen)
+    udx__socket_pause(sock);
 }
 
 void
 udx__socket_poll_update (udx_socket_t *sock) {
   if (!sock->polling || sock->closing)
     return;
-  int events = UV_READABLE | (sock->want_writable ? UV_WRITABLE : 0);
-  uv_poll_start(&sock->poll, events, udx__on_poll);
+  int events = (sock->rx_paused ? 0 : UV_READABLE) | (sock->want_writable ? UV_WRITABLE : 0);
+  if (events)
+    uv_poll_start(&sock->poll, events, udx__on_poll);
+  else
+    uv_poll_stop(&sock->poll);
 }
 
 // --- public socket API
@@ -409,6 +480,8 @@ udx_socket_init (udx_t *udx, udx_socket_t **out, udx_socket_close_cb on_close, v
   sock->stats.version = UDX_SOCKET_STATS_VERSION;
   sock->linger_max = UDX_LINGER_MAX_DEFAULT;
   sock->linger_ms = UDX_LINGER_MS_DEFAULT;
+  sock->ack_pause_us = UDX_ACK_PAUSE_US;
+  sock->pause_fd = -1;
   uv_timer_init(udx->loop, &sock->held_timer);
   sock->held_timer.data = sock;
   sock->held_timer_init = true;
@@ -596,6 +669,8 @@ udx__on_socket_handle_closed (uv_handle_t *h) {
     return;
   if (sock->fd >= 0)
     close(sock->fd);
+  if (sock->pause_fd >= 0)
+    close(sock->pause_fd);
   udx_t *udx = sock->udx;
   if (sock->prev)
     sock->prev->next = sock->next;
@@ -680,6 +755,20 @@ udx_socket_close (udx_socket_t *sock) {
     uv_poll_stop(&sock->poll);
     uv_close((uv_handle_t *) &sock->poll, udx__on_socket_handle_closed);
   }
+  if (sock->pause_fd >= 0) {
+    sock->nhandles++;
+    sock->rx_paused = false;
+    uv_poll_stop(&sock->pause_poll);
+    uv_close((uv_handle_t *) &sock->pause_poll, udx__on_socket_handle_closed);
+  }
+  return 0;
+}
+
+int
+udx_socket_set_ack_pause (udx_socket_t *sock, uint32_t us) {
+  if (sock == NULL || sock->closing || us > UDX_ACK_PAUSE_MAX_US)
+    return UV_EINVAL;
+  sock->ack_pause_us = us;
   return 0;
 }
 

@@ -566,6 +566,11 @@ udx__mtu_reset (udx_stream_t *s, int link_mtu);
 bool
 udx__acks_each (const udx_stream_t *s);
 
+// A packet of type `type` just processed is a bare ACK from a peer that acks
+// every packet, and the stream still waits for ACKs of data in flight.
+bool
+udx__stream_ack_pausable (const udx_stream_t *s, uint8_t type);
+
 // Past 1500 on a link that allows it, for a peer that acks every packet.
 void
 udx__mtu_widen (udx_stream_t *s);

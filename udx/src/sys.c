@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/timerfd.h>
+#endif
 
 #include "io.h"
 
@@ -305,4 +308,35 @@ udx__sys_enable_gro (int fd) {
   (void) fd;
   return false;
 #endif
+}
+
+int
+udx__sys_timer_fd (void) {
+#ifdef __linux__
+  int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  return fd < 0 ? uv_translate_sys_error(errno) : fd;
+#else
+  return UV_ENOSYS;
+#endif
+}
+
+int
+udx__sys_timer_arm (int fd, uint32_t us) {
+#ifdef __linux__
+  struct itimerspec its = {0};
+  its.it_value.tv_sec = us / UDX_US_PER_S;
+  its.it_value.tv_nsec = (long) (us % UDX_US_PER_S) * 1000;
+  return timerfd_settime(fd, 0, &its, NULL) < 0 ? uv_translate_sys_error(errno) : 0;
+#else
+  (void) fd;
+  (void) us;
+  return UV_ENOSYS;
+#endif
+}
+
+void
+udx__sys_timer_drain (int fd) {
+  uint64_t expirations;
+  ssize_t r = read(fd, &expirations, sizeof(expirations));
+  (void) r; // EAGAIN: nothing to drain
 }

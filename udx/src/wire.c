@@ -16,7 +16,7 @@ udx__wire_decode (const uint8_t *buf, size_t len, udx_wire_pkt_t *out) {
     return UDX_WIRE_NOT_UDX;
   }
 
-  out->type = buf[2];
+  out->type = buf[UDX_WIRE_TYPE_OFFSET];
   out->data_offset = buf[3];
   out->id = udx__read_u32(buf + 4);
   out->rwnd = udx__read_u32(buf + 8);

@@ -10,6 +10,8 @@
 #define UDX_WIRE_NOT_UDX   1 // too short, wrong magic or version: a raw datagram
 #define UDX_WIRE_MALFORMED 2 // UDX header but inconsistent lengths
 
+#define UDX_WIRE_TYPE_OFFSET 2 // the header's type byte
+
 // SACK ranges we send in one ACK: as many as fit a base-MTU packet over IPv6
 // (1200 - 68 bytes of headers) / 8.
 #define UDX_WIRE_MAX_SACKS ((UDX_MTU_BASE - UDX_IPV6_OVERHEAD) / 8)

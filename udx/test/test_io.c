@@ -337,6 +337,59 @@ test_bounded_budget (void) {
   io_close_all(&loop, udx, socks, 2);
 }
 
+// ACK pause: a sender facing a peer that acks every packet (b set to
+// UDX_ACK_EACH, as libudx) stops reading for a while after a read of only
+// ACKs and takes them in batches; a peer that coalesces ACKs, or a pause of
+// 0, never pauses it. The socket still takes raw datagrams afterwards.
+static void
+ack_pause_run (int policy_b, uint32_t pause_us, udx_socket_stats_t *out) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  CHECK(udx_socket_set_ack_pause(sa, UDX_ACK_PAUSE_MAX_US + 1) == UV_EINVAL);
+  CHECK(udx_socket_set_ack_pause(sa, pause_us) == 0);
+  raw_t r = {0};
+  udx_socket_set_data(sa, &r);
+  CHECK(udx_socket_recv_start(sa, on_raw) == 0);
+  int done = 0;
+  uint64_t total = 8 << 20;
+  io_app_t aa = {.seed = 31, .to_write = total, .end_after = true, .done_counter = &done};
+  io_app_t ab = {.read_seed = 31, .end_after = true, .done_counter = &done};
+  udx_stream_t *a = io_stream(udx, 1, &aa);
+  udx_stream_t *b = io_stream(udx, 2, &ab);
+  CHECK(udx_stream_set_ack_policy(b, policy_b) == 0);
+  io_connect(a, sa, 2, sb, "127.0.0.1");
+  io_connect(b, sb, 1, sa, "127.0.0.1");
+  io_pump(a);
+  io_pump(b);
+  CHECK(io_run_until(&loop, &done, 2, 20000));
+  CHECK_EQ(ab.read, total);
+  CHECK(ab.hash == expect_hash(31, total));
+  CHECK_EQ(aa.close_status, 0);
+  struct sockaddr_storage to;
+  io_addr("127.0.0.1", io_port(sa), &to);
+  CHECK(udx_socket_send(sb, "after", 5, (struct sockaddr *) &to, 0) == 0);
+  CHECK(io_run_until(&loop, &r.got, 1, 5000));
+  *out = *udx_socket_stats(sa);
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+}
+
+static void
+test_ack_pause (void) {
+  udx_socket_stats_t st;
+  ack_pause_run(UDX_ACK_EACH, UDX_ACK_PAUSE_US, &st);
+  CHECK(st.ack_pauses > 0);
+  CHECK(st.packets_rx >= 2 * st.recv_batches); // ACKs read in batches
+  ack_pause_run(UDX_ACK_BATCH, UDX_ACK_PAUSE_US, &st);
+  CHECK_EQ(st.ack_pauses, 0);
+  ack_pause_run(UDX_ACK_EACH, 0, &st);
+  CHECK_EQ(st.ack_pauses, 0);
+}
+
 // Public seq/ack setters: both sides start at 2^32 - 5 (udx-native's
 // wraparound test) and transfer through the wrap.
 static void
@@ -384,6 +437,7 @@ static const test_case_t cases[] = {
     {"many_streams", test_many_streams},
     {"send_errors", test_send_errors},
     {"mtu", test_mtu},
+    {"ack_pause", test_ack_pause},
     {NULL, NULL},
 };
 

@@ -21,7 +21,7 @@ local M = {}
 ---@return integer n
 function M.lingering() end
 
---- Binds a UDP socket: host "0.0.0.0" (default), "::" (dual stack), "127.0.0.1"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger).
+--- Binds a UDP socket: host "0.0.0.0" (default), "::" (dual stack), "127.0.0.1"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger); ack_pause_us (see Socket:set_ack_pause).
 ---@param host? string
 ---@param port? integer
 ---@param opts? table
@@ -100,6 +100,13 @@ function C1:buffer_sizes() end
 ---@return string? err
 ---@return string? code
 function C1:set_linger(max, min_ms) end
+
+--- A peer that acks every packet (udx-native, libudx) sends an ACK per datagram we send. After a read that brought only such ACKs, for streams still waiting on data in flight, the socket stops reading for us microseconds and takes what came in one batch, instead of waking for each (a network card's interrupt moderation). A read with anything else in it (data, messages, raw datagrams) is never followed by a pause. 0..1000; 0 turns it off; default 100. stats(): ack_pauses.
+---@param us integer
+---@return true? ok
+---@return string? err
+---@return string? code
+function C1:set_ack_pause(us) end
 
 --- A reliable byte stream (plus unreliable messages).
 ---@class ludx.udx.Stream
