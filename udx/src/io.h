@@ -15,19 +15,20 @@
 // The receive area: 512 KiB, its pages touched as used: 32 datagrams a call,
 // or with GRO 8 messages of up to 64 KiB (~350 datagrams, about the budget;
 // 2 MiB before, which held a receiver's RSS 1.3 MB up and overran the budget).
-#define UDX_RX_BATCH         32    // messages per recvmmsg
-#define UDX_RX_GRO_SIZE      65536 // a GRO message: up to 64 KiB of datagrams
-#define UDX_RX_AREA          (UDX_RX_BATCH * UDX_RX_BUFFER_SIZE)
-#define UDX_RX_BUDGET        256          // datagrams per readable callback
-#define UDX_TX_SLOTS         512          // datagrams queued per socket before a flush
-#define UDX_TX_IOV           4            // header, padding, payload in up to two chunks
-#define UDX_TX_SLOT_SIZE     2048         // largest datagram the ring copies
-#define UDX_TX_ARENA         (256 * 1024) // bytes copied into the ring at most
-#define UDX_GSO_SEGS         64           // datagrams per UDP_SEGMENT send (kernel limit)
-#define UDX_GSO_BYTES        65000        // bytes per UDP_SEGMENT send (under 64 KiB)
-#define UDX_HELD_MAX         256          // datagrams held back by fault injection (reorder)
-#define UDX_ACK_PAUSE_US     100          // default ACK pause (udx_socket_set_ack_pause)
-#define UDX_ACK_PAUSE_MAX_US 1000
+#define UDX_RX_BATCH          32    // messages per recvmmsg
+#define UDX_RX_GRO_SIZE       65536 // a GRO message: up to 64 KiB of datagrams
+#define UDX_RX_AREA           (UDX_RX_BATCH * UDX_RX_BUFFER_SIZE)
+#define UDX_RX_BUDGET         256          // datagrams per readable callback
+#define UDX_TX_SLOTS          512          // datagrams queued per socket before a flush
+#define UDX_TX_IOV            4            // header, padding, payload in up to two chunks
+#define UDX_TX_SLOT_SIZE      2048         // largest datagram the ring copies
+#define UDX_TX_ARENA          (256 * 1024) // bytes copied into the ring at most
+#define UDX_GSO_SEGS          64           // datagrams per UDP_SEGMENT send (kernel limit)
+#define UDX_GSO_BYTES         65000        // bytes per UDP_SEGMENT send (under 64 KiB)
+#define UDX_HELD_MAX          256          // datagrams held back by fault injection (reorder)
+#define UDX_ACK_PAUSE_US      100          // default ACK pause (udx_socket_set_ack_pause)
+#define UDX_ACK_PAUSE_MAX_US  1000
+#define UDX_ACK_PAUSE_BACKOFF 64 // most chances skipped after an idle pause
 
 typedef struct udx_fault_state_s {
   udx_fault_t cfg;
@@ -150,8 +151,11 @@ struct udx_socket_s {
   int pause_fd;          // timer fd, -1 until the first pause
   uv_poll_t pause_poll;
   bool rx_paused;
-  bool rx_acks_only; // every datagram of the read under way was such an ACK
-  bool rx_ack;       // the datagram just dispatched was one
+  bool rx_after_pause;   // the read under way follows a pause
+  uint8_t pause_backoff; // chances skipped after a pause that caught < 2
+  uint8_t pause_skip;    // chances still to skip
+  bool rx_acks_only;     // every datagram of the read under way was such an ACK
+  bool rx_ack;           // the datagram just dispatched was one
 
   udx_fault_state_t *fault;
   udx_held_t held[UDX_HELD_MAX];

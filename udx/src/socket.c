@@ -384,7 +384,11 @@ udx__socket_read (udx_socket_t *sock) {
 // (ethtool rx-usecs). BBR sees the batches as ACK aggregation and keeps
 // enough in flight to cover the pause. Any other datagram (data, a
 // message, a raw datagram, a stream that is not waiting) ends pausing for
-// that read, so receivers and request traffic are never held.
+// that read, so receivers and request traffic are never held. A pause that
+// caught fewer than two datagrams saved no wake-up (ACKs further apart
+// than the pause, as on a long path at a modest rate) and cost syscalls:
+// the next 1, 2, 4 ... 64 chances to pause are skipped, until one catches
+// a batch again.
 
 static void
 udx__on_poll (uv_poll_t *h, int status, int events);
@@ -402,6 +406,7 @@ udx__on_pause_end (uv_poll_t *h, int status, int events) {
   if (sock->closing)
     return;
   udx__socket_poll_update(sock);
+  sock->rx_after_pause = true;
   udx__on_poll(&sock->poll, 0, UV_READABLE); // what came meanwhile, now
 }
 
@@ -446,8 +451,22 @@ udx__on_poll (uv_poll_t *h, int status, int events) {
   if (read)
     udx__socket_read(sock);
   udx__settle(sock->udx);
-  if (read && sock->rx_acks_only && sock->stats.packets_rx != seen)
-    udx__socket_pause(sock);
+  uint64_t got = sock->stats.packets_rx - seen;
+  if (sock->rx_after_pause) {
+    sock->rx_after_pause = false;
+    if (got >= 2) {
+      sock->pause_backoff = 0;
+    } else {
+      sock->pause_backoff = sock->pause_backoff ? (uint8_t) udx__min_u32(2u * sock->pause_backoff, UDX_ACK_PAUSE_BACKOFF) : 1;
+      sock->pause_skip = sock->pause_backoff;
+    }
+  }
+  if (read && sock->rx_acks_only && got > 0) {
+    if (sock->pause_skip > 0)
+      sock->pause_skip--;
+    else
+      udx__socket_pause(sock);
+  }
 }
 
 void
