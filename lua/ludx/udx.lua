@@ -159,8 +159,10 @@ end
 -- streams still waiting on data in flight, the socket stops reading for us
 -- microseconds and then takes what came in one batch, instead of waking for
 -- each (like a network card's interrupt moderation). A read with anything
--- else in it (data, messages, raw datagrams) is never followed by a pause.
--- 0..1000; 0 turns it off. Default 100 (udx.bind opts ack_pause_us).
+-- else in it (data, messages, raw datagrams) is never followed by a pause;
+-- a pause that caught fewer than two datagrams skips the next 1, 2, 4 ... 64
+-- chances. 0..1000; 0 turns it off. Default 100 (udx.bind opts
+-- ack_pause_us). Linux only.
 -- stats().ack_pauses counts them.
 function Socket:set_ack_pause(us)
   check.integer(us, 0, 1000, "us", "set_ack_pause")

@@ -265,9 +265,11 @@ udx_socket_set_linger (udx_socket_t *socket, uint32_t max, uint32_t min_ms);
 // peer that acks every packet (the libudx family) to a stream still waiting
 // on data in flight, the socket stops reading for `us` microseconds and then
 // takes what came in one batch, instead of waking once per ACK. Any other
-// datagram in a read (data, messages, raw datagrams) means no pause after
-// it. At most 1000 (else UV_EINVAL); 0 turns it off. Default 100. Linux
-// only (elsewhere it never pauses). Counted in stats ack_pauses.
+// datagram in a read (data, messages, raw datagrams), or a read cut short by
+// its budget, means no pause after it. A pause that caught fewer than two
+// datagrams skips the next 1, 2, 4 ... 64 chances. At most 1000 (else
+// UV_EINVAL); 0 turns it off. Default 100. Linux only (a timerfd per socket
+// that paused; elsewhere it never pauses). Counted in stats ack_pauses.
 int
 udx_socket_set_ack_pause (udx_socket_t *socket, uint32_t us);
 

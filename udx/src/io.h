@@ -155,7 +155,6 @@ struct udx_socket_s {
   uint8_t pause_backoff; // chances skipped after a pause that caught < 2
   uint8_t pause_skip;    // chances still to skip
   bool rx_acks_only;     // every datagram of the read under way was such an ACK
-  bool rx_ack;           // the datagram just dispatched was one
 
   udx_fault_state_t *fault;
   udx_held_t held[UDX_HELD_MAX];

@@ -230,15 +230,16 @@ udx__from_remote (const udx_stream_t *s, const udx_socket_t *sock, const struct 
   return false;
 }
 
-static void
-udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_storage *from, uint64_t now) {
+// Returns true for a bare ACK the ACK pause may follow (see below).
+static bool
+udx__socket_dispatch_one (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_storage *from, uint64_t now) {
   uint32_t id;
   if (udx__wire_peek(buf, len, &id)) {
     udx_stream_t *s = udx__idmap_get(&sock->udx->ids, id);
     if (s && !udx__stream_dead(s)) {
       if ((s->status & UDX_S_CONNECTED) && !udx__io(s)->migration && !udx__from_remote(s, sock, from)) {
         sock->stats.wrong_source++;
-        return;
+        return false;
       }
       // Packets from anywhere but the stream's own socket pass the firewall.
       void *own = (s->status & UDX_S_CONNECTED) ? s->remote[s->cur_remote].socket : NULL;
@@ -246,12 +247,12 @@ udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct socka
         struct sockaddr_storage addr = *from;
         udx__addr_unmap(&addr);
         if (udx__stream_firewall(s, sock, (struct sockaddr *) &addr))
-          return;
+          return false;
       }
       if (s->relay_to || (s->status & UDX_S_RELAYED)) {
         udx__relay(s, buf, len);
         udx__mark_dirty(s);
-        return;
+        return false;
       }
       udx_fault_state_t *fault = udx__io(s)->fault;
       if (fault) {
@@ -259,23 +260,23 @@ udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct socka
         int act = udx__fault_decide(fault, UDX_FAULT_RX, now, buf, len, &err);
         if (act == UDX_FAULT_DROP) {
           sock->stats.fault_dropped++;
-          return;
+          return false;
         }
         if (act == UDX_FAULT_DUP)
           udx__stream_recv(s, buf, len, now);
       }
       uint64_t malformed = s->stats.malformed;
       udx__stream_recv(s, buf, len, now);
-      if (s->stats.malformed != malformed)
-        sock->stats.malformed++;
-      else
-        sock->rx_ack = udx__stream_ack_pausable(s, buf[UDX_WIRE_TYPE_OFFSET]);
       udx__mark_dirty(s);
-      return;
+      if (s->stats.malformed != malformed) {
+        sock->stats.malformed++;
+        return false;
+      }
+      return udx__stream_ack_pausable(s, buf[UDX_WIRE_TYPE_OFFSET]);
     }
     // a stream that closed gracefully may still owe an ACK (linger.h)
     if (udx__linger_recv(sock, id, buf, len, from, now))
-      return;
+      return false;
   }
 
   if (sock->on_recv) {
@@ -285,6 +286,15 @@ udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct socka
   } else {
     sock->stats.raw_dropped++;
   }
+  return false;
+}
+
+// Every datagram but a pausable ACK, however it comes (a read, a release of
+// fault injection's held datagrams), means no pause after the read under way.
+static void
+udx__socket_dispatch (udx_socket_t *sock, uint8_t *buf, size_t len, struct sockaddr_storage *from, uint64_t now) {
+  if (!udx__socket_dispatch_one(sock, buf, len, from, now))
+    sock->rx_acks_only = false;
 }
 
 static void
@@ -358,19 +368,22 @@ udx__socket_read (udx_socket_t *sock) {
         sock->stats.packets_rx++;
         sock->stats.bytes_rx += len;
         budget--;
-        sock->rx_ack = false;
         if (msgs[i].truncated || len > UDX_RX_BUFFER_SIZE) {
           sock->stats.truncated++; // a cut datagram would corrupt data: drop it
+          sock->rx_acks_only = false;
         } else {
           udx__socket_rx(sock, buf + off, len, &udx->rx_addrs[i], now);
         }
-        sock->rx_acks_only = sock->rx_acks_only && sock->rx_ack;
         off += len;
       } while (off < msgs[i].len && !sock->closing);
     }
     if (n < want)
       break;
   }
+  // stopped by the budget: more may wait, and they are read at once, not
+  // after a pause (a flood of ACKs must not hold the datagrams behind it)
+  if (budget <= 0)
+    sock->rx_acks_only = false;
 }
 
 // --- ACK pause
@@ -395,9 +408,12 @@ udx__on_poll (uv_poll_t *h, int status, int events);
 
 static void
 udx__on_pause_end (uv_poll_t *h, int status, int events) {
-  (void) status;
   (void) events;
   udx_socket_t *sock = h->data;
+  if (status < 0) { // libuv stopped watching the timer: no more pauses
+    udx__log(sock->udx, "ack pause off: timer poll failed (%s)", uv_err_name(status));
+    sock->ack_pause_us = 0;
+  }
   udx__sys_timer_drain(sock->pause_fd);
   if (!sock->rx_paused)
     return;
@@ -416,18 +432,23 @@ udx__socket_pause (udx_socket_t *sock) {
     return;
   if (sock->pause_fd < 0) {
     int fd = udx__sys_timer_fd();
-    if (fd >= 0 && uv_poll_init(sock->udx->loop, &sock->pause_poll, fd) < 0) {
-      close(fd);
-      fd = -1;
-    }
-    if (fd < 0) {
-      sock->ack_pause_us = 0; // no timer fd here: no pause
+    int err = fd < 0 ? fd : uv_poll_init(sock->udx->loop, &sock->pause_poll, fd);
+    if (err < 0) {
+      if (fd >= 0)
+        close(fd);
+      udx__log(sock->udx, "ack pause off: no timer (%s)", uv_err_name(err));
+      sock->ack_pause_us = 0; // reads are never paused on this socket
       return;
     }
-    sock->pause_fd = fd;
+    sock->pause_fd = fd; // from here the socket's close closes the handle
     sock->pause_poll.data = sock;
-    uv_poll_start(&sock->pause_poll, UV_READABLE, udx__on_pause_end);
+    err = uv_poll_start(&sock->pause_poll, UV_READABLE, udx__on_pause_end);
     uv_unref((uv_handle_t *) &sock->pause_poll); // referenced only while armed
+    if (err < 0) {
+      udx__log(sock->udx, "ack pause off: timer poll failed (%s)", uv_err_name(err));
+      sock->ack_pause_us = 0;
+      return;
+    }
   }
   if (udx__sys_timer_arm(sock->pause_fd, sock->ack_pause_us) < 0)
     return;

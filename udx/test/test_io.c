@@ -382,7 +382,9 @@ static void
 test_ack_pause (void) {
   udx_socket_stats_t st;
   ack_pause_run(UDX_ACK_EACH, UDX_ACK_PAUSE_US, &st);
+#ifdef __linux__ // a timerfd: elsewhere reads are never paused
   CHECK(st.ack_pauses > 0);
+#endif
   CHECK(st.packets_rx >= 2 * st.recv_batches); // ACKs read in batches
   ack_pause_run(UDX_ACK_BATCH, UDX_ACK_PAUSE_US, &st);
   CHECK_EQ(st.ack_pauses, 0);

@@ -101,7 +101,7 @@ function C1:buffer_sizes() end
 ---@return string? code
 function C1:set_linger(max, min_ms) end
 
---- A peer that acks every packet (udx-native, libudx) sends an ACK per datagram we send. After a read that brought only such ACKs, for streams still waiting on data in flight, the socket stops reading for us microseconds and takes what came in one batch, instead of waking for each (a network card's interrupt moderation). A read with anything else in it (data, messages, raw datagrams) is never followed by a pause. 0..1000; 0 turns it off; default 100. stats(): ack_pauses.
+--- A peer that acks every packet (udx-native, libudx) sends an ACK per datagram we send. After a read that brought only such ACKs, for streams still waiting on data in flight, the socket stops reading for us microseconds and takes what came in one batch, instead of waking for each (a network card's interrupt moderation). A read with anything else in it (data, messages, raw datagrams) is never followed by a pause; a pause that caught fewer than two datagrams skips the next 1, 2, 4 ... 64 chances. 0..1000; 0 turns it off; default 100. Linux only. stats(): ack_pauses.
 ---@param us integer
 ---@return true? ok
 ---@return string? err
