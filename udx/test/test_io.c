@@ -2,6 +2,7 @@
 // stack, many streams per socket, send-error injection, MTU search to 1500.
 
 #include "../src/io.h"
+#include "../src/wire.h"
 #include "io_helpers.h"
 
 static uint64_t
@@ -392,6 +393,74 @@ test_ack_pause (void) {
   CHECK_EQ(st.ack_pauses, 0);
 }
 
+// A read cut short by its budget is never followed by a pause: more may
+// wait behind a flood of ACKs. With a sending to b (which acks every packet)
+// and data in flight, `acks` bare ACKs for a arrive at once from b's
+// address; the read takes them. Returns whether that read may be paused.
+static bool
+ack_flood_read_pausable (int acks) {
+  uv_loop_t loop;
+  CHECK(uv_loop_init(&loop) == 0);
+  udx_t *udx;
+  CHECK(udx_init(&loop, &udx) == 0);
+  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
+  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  int done = 0;
+  io_app_t aa = {.seed = 41, .to_write = 256 << 20, .done_counter = &done};
+  io_app_t ab = {.read_seed = 41, .done_counter = &done};
+  udx_stream_t *a = io_stream(udx, 1, &aa);
+  udx_stream_t *b = io_stream(udx, 2, &ab);
+  CHECK(udx_stream_set_ack_policy(b, UDX_ACK_EACH) == 0);
+  io_connect(a, sa, 2, sb, "127.0.0.1");
+  io_connect(b, sb, 1, sa, "127.0.0.1");
+  io_pump(a);
+  io_pump(b);
+  // Until a counts b as acking every packet; then every ACK already queued
+  // for a is read, data is still in flight (b is not run meanwhile), the
+  // flood goes out and one read takes it. Loopback may deliver late under
+  // load: an attempt whose read did not take exactly the flood (up to the
+  // budget) is made again.
+  struct sockaddr_storage to;
+  io_addr("127.0.0.1", io_port(sa), &to);
+  uint64_t want = (uint64_t) (acks < UDX_RX_BUDGET ? acks : UDX_RX_BUDGET);
+  bool decided = false, pausable = false;
+  for (int i = 0; i < 100000 && !decided; i++) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    if (!udx__acks_each(a))
+      continue;
+    uint64_t before;
+    do {
+      before = udx_socket_stats(sa)->packets_rx;
+      udx__socket_read(sa);
+    } while (udx_socket_stats(sa)->packets_rx != before);
+    if (a->snd_una == a->snd_nxt)
+      continue;
+    uint8_t ack[UDX_HEADER_SIZE];
+    udx__wire_header(ack, 0, 0, 1, 4 << 20, b->snd_nxt, a->snd_una);
+    for (int k = 0; k < acks; k++)
+      CHECK(udx_socket_send(sb, ack, sizeof(ack), (struct sockaddr *) &to, 0) == 0);
+    before = udx_socket_stats(sa)->packets_rx;
+    udx__socket_read(sa);
+    if (udx_socket_stats(sa)->packets_rx - before == want) {
+      pausable = sa->rx_acks_only;
+      decided = true;
+    }
+  }
+  CHECK(decided);
+  udx_stream_destroy(a);
+  udx_stream_destroy(b);
+  CHECK(io_run_until(&loop, &done, 2, 5000));
+  udx_socket_t *socks[2] = {sa, sb};
+  io_close_all(&loop, udx, socks, 2);
+  return pausable;
+}
+
+static void
+test_ack_pause_budget (void) {
+  CHECK(ack_flood_read_pausable(UDX_RX_BUDGET - 56));  // bare ACKs: a pause may follow
+  CHECK(!ack_flood_read_pausable(UDX_RX_BUDGET + 44)); // cut by the budget: read on at once
+}
+
 // Public seq/ack setters: both sides start at 2^32 - 5 (udx-native's
 // wraparound test) and transfer through the wrap.
 static void
@@ -440,6 +509,7 @@ static const test_case_t cases[] = {
     {"send_errors", test_send_errors},
     {"mtu", test_mtu},
     {"ack_pause", test_ack_pause},
+    {"ack_pause_budget", test_ack_pause_budget},
     {NULL, NULL},
 };
 
