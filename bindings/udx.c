@@ -112,6 +112,12 @@ l_set_fault (lua_State *L) {
   return 1;
 }
 
+static int
+l_mapped_blocks (lua_State *L) {
+  lua_pushnumber(L, (lua_Number) udx_mapped_blocks());
+  return 1;
+}
+
 // ---------------------------------------------------------------------------
 // Sockets
 
@@ -443,6 +449,7 @@ ludx_bind_udx (lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"udx_bind", l_bind},
       {"udx_set_fault", l_set_fault},
+      {"udx_mapped_blocks", l_mapped_blocks},
       {NULL, NULL}};
   ludx_set_funcs(L, funcs);
 }

@@ -128,6 +128,7 @@ print(b:read())               --> hello]],
       { "bind(host?: string, port?: integer, opts?: table) -> sock: ludx.udx.Socket?, err: string?, code: string?", "Binds a UDP socket: host \"0.0.0.0\" (default), \"::\" (dual stack), \"127.0.0.1\"...; port 0 picks one. opts.ipv6only; linger_max, linger_ms (see Socket:set_linger); ack_pause_us (see Socket:set_ack_pause)." },
       { "stream(id: integer, opts?: table) -> stream: ludx.udx.Stream?, err: string?, code: string?", "A stream with a local id (0..2^32-1, unique in the process). opts: seq, read_buffer_limit (bytes), rwnd_max, keepalive (ms), timeout (give-up ms), firewall (\"accept\", \"drop\"), ack_policy (\"each\", \"batch\"), migration (true: accept packets from addresses other than the remote; by default a connected stream drops them)." },
       { "set_fault(fault?: table) -> ok: boolean", "Fault injection for every datagram (nil clears): {seed, loss, duplicate, reorder, reorder_us, corrupt, send_error, send_errno, blackout_start_ms, blackout_ms, direction = \"tx\"|\"rx\"|\"both\"}." },
+      { "mapped_blocks() -> n: integer", "Mappings of send-queue memory alive in this process: the blocks large writes (sealed SecretStream frames of 256 KiB and more) are made in, and pages kept for a queue's next one. A gauge for leak checks: it returns to its value once the streams that wrote them are gone." },
     },
     classes = {
       { name = "ludx.udx.Socket", impl = "ludx.udx:Socket", doc = "One UDP socket; many streams share it.", methods = {

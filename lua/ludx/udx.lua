@@ -254,6 +254,13 @@ function M.set_fault(f)
   return core.udx_set_fault(f)
 end
 
+--- Mappings of send-queue memory alive in this process: the blocks that
+-- large writes (sealed SecretStream frames) are made in, and pages kept for
+-- a queue's next one. A gauge for leak checks.
+function M.mapped_blocks()
+  return core.udx_mapped_blocks()
+end
+
 ---------------------------------------------------------------------------
 -- Streams
 

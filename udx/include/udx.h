@@ -561,6 +561,13 @@ udx_limiter_get_stats (const udx_limiter_t *limiter, udx_limiter_stats_t *out);
 int
 udx_stream_lookup (udx_t *udx, uint32_t local_id, udx_stream_t **out);
 
+// Mappings of send-queue memory alive in this process, over every instance:
+// blocks of runs (256 KiB and more, udx_stream_write_fill/_begin) and the
+// pages kept for a queue's next one. A gauge for leak checks: it returns to
+// its value once the streams that wrote such runs are gone.
+uint64_t
+udx_mapped_blocks (void);
+
 const char *
 udx_version_string (void);
 

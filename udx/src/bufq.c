@@ -9,6 +9,23 @@
 #include "bufq.h"
 #include "internal.h"
 
+// Mappings of send-queue memory alive in this process: blocks and spare
+// reservations (udx_mapped_blocks). Loops may run on several threads.
+static uint64_t udx__mapped;
+
+static void
+udx__mapped_add (int d) {
+  if (d > 0)
+    __atomic_add_fetch(&udx__mapped, (uint64_t) d, __ATOMIC_RELAXED);
+  else
+    __atomic_sub_fetch(&udx__mapped, (uint64_t) -d, __ATOMIC_RELAXED);
+}
+
+uint64_t
+udx_mapped_blocks (void) {
+  return __atomic_load_n(&udx__mapped, __ATOMIC_RELAXED);
+}
+
 void
 udx__pool_init (udx_pool_t *pool) {
   memset(pool, 0, sizeof(*pool));
@@ -79,6 +96,7 @@ static void
 udx__ext_unmap (udx_bufq_ext_t *e) {
   if (e->map_len > e->unmapped)
     munmap(e->map + e->unmapped, e->map_len - e->unmapped);
+  udx__mapped_add(-1);
   free(e);
 }
 
@@ -110,6 +128,7 @@ udx__spare_free (udx_bufq_t *q) {
   if (s == NULL)
     return;
   munmap(s->base, UDX_SPARE_MAX);
+  udx__mapped_add(-1);
   free(s);
   q->spare = NULL;
 }
@@ -128,6 +147,7 @@ udx__bufq_retire (udx_bufq_t *q, uint8_t *p, size_t n) {
     }
     s->base = r;
     q->spare = s;
+    udx__mapped_add(1);
   }
   // the target is ours (the reservation); a move fails across two of the
   // block's mappings (a piece moved into it before): then it is unmapped
@@ -159,6 +179,7 @@ udx__bufq_reuse (udx_bufq_t *q, uint8_t *map, size_t size) {
     from += n;
   }
   munmap(s->base + s->len, UDX_SPARE_MAX - s->len);
+  udx__mapped_add(-1);
   free(s);
   q->spare = NULL;
 }
@@ -313,6 +334,7 @@ udx__bufq_map_block (udx_bufq_t *q, udx_pool_t *pool, size_t len, udx_bufq_ext_t
     return UDX_ERR_NOMEM;
   }
   udx__bufq_reuse(q, map, size);
+  udx__mapped_add(1);
   pool->blocks++;
   e->map = map;
   e->map_len = size;

@@ -581,6 +581,7 @@ test_write_run (void) {
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   int done = 0;
   uint64_t total = 100 + 3 * 1000 * 1000 + 1000 + 7;
+  uint64_t mapped0 = udx_mapped_blocks();
   io_app_t aa = {.done_counter = &done}, ab = {.read_seed = 8, .done_counter = &done};
   udx_stream_t *a = io_stream(e.udx, 1, &aa);
   udx_stream_t *b = io_stream(e.udx, 2, &ab);
@@ -653,8 +654,10 @@ test_write_run (void) {
   CHECK_EQ(udx_stream_destroy(s5), 1);
   CHECK(io_run_until(&e.loop, &ae.finalized, 1, 5000));
   CHECK_EQ(e.udx->pool.blocks, 0);
+  CHECK_EQ(udx_mapped_blocks(), mapped0 + 1); // the instance's count lets go; the process's does not
   memset(buf, 2, 2 * 1000 * 1000);
   CHECK_EQ(udx_stream_write_commit(run, 1), UV_ENOTCONN);
+  CHECK_EQ(udx_mapped_blocks(), mapped0);
   CHECK(io_run_until(&e.loop, &ag.finalized, 1, 5000));
   env_close(&e);
 }

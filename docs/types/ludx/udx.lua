@@ -43,6 +43,10 @@ function M.stream(id, opts) end
 ---@return boolean ok
 function M.set_fault(fault) end
 
+--- Mappings of send-queue memory alive in this process: the blocks large writes (sealed SecretStream frames of 256 KiB and more) are made in, and pages kept for a queue's next one. A gauge for leak checks: it returns to its value once the streams that wrote them are gone.
+---@return integer n
+function M.mapped_blocks() end
+
 --- One UDP socket; many streams share it.
 ---@class ludx.udx.Socket
 local C1 = {}
