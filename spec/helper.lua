@@ -8,6 +8,22 @@ H.root = os.getenv("LUDX_ROOT") or "."
 H.build = os.getenv("LUDX_BUILD") or "build"
 H.ludx_bin = H.build .. "/ludx"
 
+-- Tasks that outlive their cancel would hold ludx.run, and so the spec
+-- file, until its 600 s timeout, with nothing said: they are named here,
+-- with the test body's stack, and the process ends (the file fails).
+local function stuck(what, body)
+  local lines = { "spec/helper: " .. what .. "; live tasks:" }
+  for _, t in ipairs(ludx.tasks()) do
+    lines[#lines + 1] = "  " .. t.name .. " (" .. tostring(t.waiting or t.state) .. ")"
+  end
+  if body.co and body.state ~= "dead" then lines[#lines + 1] = debug.traceback(body.co, "the test body:") end
+  io.stdout:write("not ok - ", what, "\n")
+  io.stderr:write(table.concat(lines, "\n"), "\n")
+  io.stdout:flush()
+  io.stderr:flush()
+  os.exit(1)
+end
+
 --- Wraps a test body: it runs as the main task of ludx.run; after timeout ms
 -- every task still running is cancelled and the test fails.
 function H.run(fn, timeout)
@@ -25,7 +41,8 @@ function H.run(fn, timeout)
       end)
       local body = ludx.spawn("test", fn)
       body.quiet = true
-      local r = { body:join() }
+      local r = { body:join(timeout + 30000) }
+      if body.state ~= "dead" then stuck("the test body did not end 30 s after its cancel at " .. timeout .. " ms", body) end
       watchdog:cancel()
       -- whatever the body left running is stopped, and so is what starts
       -- later (a server's task for a late packet): swept every 200 ms while
