@@ -204,6 +204,17 @@ io_connect (udx_stream_t *s, udx_socket_t *sock, uint32_t remote_id, udx_socket_
   CHECK(udx_stream_connect(s, sock, remote_id, (struct sockaddr *) &a) == 0);
 }
 
+// Connects a (on sa) and b (on sb) to each other, a through sb's port at
+// ip_to_b and b through sa's at ip_to_a, and starts both pumps. Whatever
+// must be set before a connect (ACK policy, seq) is set before this.
+static inline void
+io_link (udx_stream_t *a, udx_socket_t *sa, const char *ip_to_b, udx_stream_t *b, udx_socket_t *sb, const char *ip_to_a) {
+  io_connect(a, sa, udx_stream_get_id(b), sb, ip_to_b);
+  io_connect(b, sb, udx_stream_get_id(a), sa, ip_to_a);
+  io_pump(a);
+  io_pump(b);
+}
+
 // Runs the loop until *counter reaches target or timeout_ms passes.
 typedef struct {
   int *counter;
@@ -255,6 +266,43 @@ io_close_all (uv_loop_t *loop, udx_t *udx, udx_socket_t **socks, int n) {
   CHECK(udx_close(udx, NULL) == 0);
   uv_run(loop, UV_RUN_DEFAULT);
   CHECK(uv_loop_close(loop) == 0);
+}
+
+// A loop, an instance and its sockets: io_env_open binds the sockets
+// (ip, flags), io_env_close closes them all, the instance and the loop.
+typedef struct {
+  uv_loop_t loop;
+  udx_t *udx;
+  udx_socket_t *socks[4];
+  int nsocks;
+} io_env_t;
+
+static inline void
+io_env_init (io_env_t *e) {
+  CHECK(uv_loop_init(&e->loop) == 0);
+  CHECK(udx_init(&e->loop, &e->udx) == 0);
+  e->nsocks = 0;
+}
+
+static inline udx_socket_t *
+io_env_bind (io_env_t *e, const char *ip, unsigned flags) {
+  CHECK(e->nsocks < 4);
+  udx_socket_t *s = io_bind(e->udx, ip, flags);
+  e->socks[e->nsocks++] = s;
+  return s;
+}
+
+// An env with nsocks sockets on 127.0.0.1.
+static inline void
+io_env_open (io_env_t *e, int nsocks) {
+  io_env_init(e);
+  for (int i = 0; i < nsocks; i++)
+    io_env_bind(e, "127.0.0.1", 0);
+}
+
+static inline void
+io_env_close (io_env_t *e) {
+  io_close_all(&e->loop, e->udx, e->socks, e->nsocks);
 }
 
 #endif

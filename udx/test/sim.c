@@ -576,15 +576,7 @@ void
 sim_app_expect (udx_stream_t *s, uint64_t seed, uint64_t total) {
   sim_app_t *a = sim_app(s);
   a->read_seed = seed;
-  uint64_t h = 0;
-  uint8_t buf[4096];
-  for (uint64_t off = 0; off < total; off += sizeof(buf)) {
-    size_t n = total - off < sizeof(buf) ? (size_t) (total - off) : sizeof(buf);
-    for (size_t i = 0; i < n; i++)
-      buf[i] = test_byte(seed, off + i);
-    h = test_hash(h, buf, n);
-  }
-  a->expect_hash = h;
+  a->expect_hash = test_expect_hash(seed, total);
 }
 
 bool

@@ -78,4 +78,19 @@ test_byte (uint64_t seed, uint64_t i) {
   return (uint8_t) (z >> (8 * (i & 7)));
 }
 
+// The test_hash of total bytes of stream `seed` (test_byte), as a reader
+// that checks them keeps it.
+static inline uint64_t
+test_expect_hash (uint64_t seed, uint64_t total) {
+  uint64_t h = 0;
+  uint8_t buf[4096];
+  for (uint64_t off = 0; off < total; off += sizeof(buf)) {
+    size_t n = total - off < sizeof(buf) ? (size_t) (total - off) : sizeof(buf);
+    for (size_t i = 0; i < n; i++)
+      buf[i] = test_byte(seed, off + i);
+    h = test_hash(h, buf, n);
+  }
+  return h;
+}
+
 #endif

@@ -5,49 +5,31 @@
 #include "../src/wire.h"
 #include "io_helpers.h"
 
-static uint64_t
-expect_hash (uint64_t seed, uint64_t total) {
-  uint64_t h = 0;
-  uint8_t buf[4096];
-  for (uint64_t off = 0; off < total; off += sizeof(buf)) {
-    size_t n = total - off < sizeof(buf) ? (size_t) (total - off) : sizeof(buf);
-    for (size_t i = 0; i < n; i++)
-      buf[i] = test_byte(seed, off + i);
-    h = test_hash(h, buf, n);
-  }
-  return h;
-}
-
 // Two streams over two sockets: a writes `total` bytes to b, b writes
 // `total_back` to a, both END; returns when both are finalized.
 static void
 duplex (const char *ip_a, unsigned flags_a, const char *ip_b, unsigned flags_b, const char *connect_a, const char *connect_b, uint64_t total, uint64_t total_back) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, ip_a, flags_a);
-  udx_socket_t *sb = io_bind(udx, ip_b, flags_b);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, ip_a, flags_a);
+  udx_socket_t *sb = io_env_bind(&e, ip_b, flags_b);
 
   int done = 0;
   io_app_t aa = {.seed = 11, .to_write = total, .end_after = true, .read_seed = 22, .done_counter = &done};
   io_app_t ab = {.seed = 22, .to_write = total_back, .end_after = true, .read_seed = 11, .done_counter = &done};
-  udx_stream_t *a = io_stream(udx, 1, &aa);
-  udx_stream_t *b = io_stream(udx, 2, &ab);
-  io_connect(a, sa, 2, sb, connect_a);
-  io_connect(b, sb, 1, sa, connect_b);
-  io_pump(a);
-  io_pump(b);
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
+  io_link(a, sa, connect_a, b, sb, connect_b);
 
-  bool ok = io_run_until(&loop, &done, 2, 20000);
+  bool ok = io_run_until(&e.loop, &done, 2, 20000);
   if (!ok) {
     fprintf(stderr, "read a=%llu b=%llu closed %d %d\n", (unsigned long long) aa.read, (unsigned long long) ab.read, aa.closed, ab.closed);
   }
   CHECK(ok);
   CHECK_EQ(ab.read, total);
-  CHECK(ab.hash == expect_hash(11, total));
+  CHECK(ab.hash == test_expect_hash(11, total));
   CHECK_EQ(aa.read, total_back);
-  CHECK(aa.hash == expect_hash(22, total_back));
+  CHECK(aa.hash == test_expect_hash(22, total_back));
   CHECK(aa.eof && ab.eof);
   CHECK_EQ(aa.close_status, 0);
   CHECK_EQ(ab.close_status, 0);
@@ -55,8 +37,7 @@ duplex (const char *ip_a, unsigned flags_a, const char *ip_b, unsigned flags_b, 
 
   const udx_socket_stats_t *st = udx_socket_stats(sa);
   CHECK(st->packets_tx > 0 && st->packets_rx > 0);
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  io_env_close(&e);
 }
 
 static void
@@ -95,12 +76,10 @@ on_raw (udx_socket_t *sock, const uint8_t *buf, size_t len, const struct sockadd
 
 static void
 raw_roundtrip (const char *ip_a, unsigned fa, const char *ip_b, unsigned fb, const char *dest, int expect_family) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, ip_a, fa);
-  udx_socket_t *sb = io_bind(udx, ip_b, fb);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, ip_a, fa);
+  udx_socket_t *sb = io_env_bind(&e, ip_b, fb);
   raw_t r = {0};
   udx_socket_set_data(sb, &r);
   CHECK(udx_socket_recv_start(sb, on_raw) == 0);
@@ -112,7 +91,7 @@ raw_roundtrip (const char *ip_a, unsigned fa, const char *ip_b, unsigned fb, con
   // a UDX-looking datagram for an unknown id is raw too
   uint8_t fake[20] = {0xff, 1, 0, 0, 9, 9, 9, 9};
   CHECK(udx_socket_send(sa, fake, sizeof(fake), (struct sockaddr *) &to, 0) == 0);
-  CHECK(io_run_until(&loop, &r.got, 3, 5000));
+  CHECK(io_run_until(&e.loop, &r.got, 3, 5000));
   CHECK_EQ(r.len, 20);
   CHECK_EQ(r.from.ss_family, expect_family); // v4-mapped sources come out as v4
   int ttl;
@@ -125,12 +104,11 @@ raw_roundtrip (const char *ip_a, unsigned fa, const char *ip_b, unsigned fb, con
   for (size_t i = 0; i < sizeof(big); i++)
     big[i] = (uint8_t) i;
   CHECK(udx_socket_send(sa, big, sizeof(big), (struct sockaddr *) &to, 0) == 0);
-  CHECK(io_run_until(&loop, &r.got, 4, 5000));
+  CHECK(io_run_until(&e.loop, &r.got, 4, 5000));
   CHECK_EQ(r.len, sizeof(big));
   CHECK(memcmp(r.buf, big, sizeof(big)) == 0);
 
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  io_env_close(&e);
 }
 
 static void
@@ -150,11 +128,9 @@ test_raw_dual_stack (void) {
 
 static void
 test_socket_buffers (void) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *s = io_bind(udx, "127.0.0.1", 0);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *s = io_env_bind(&e, "127.0.0.1", 0);
   int snd = 0, rcv = 0;
   CHECK(udx_socket_get_send_buffer_size(s, &snd) == 0);
   CHECK(udx_socket_get_recv_buffer_size(s, &rcv) == 0);
@@ -165,22 +141,21 @@ test_socket_buffers (void) {
   io_addr("127.0.0.1", 0, &a);
   CHECK(udx_socket_bind(s, (struct sockaddr *) &a, 0) == UV_EINVAL);
   io_app_t app = {0};
-  udx_stream_t *st = io_stream(udx, 5, &app);
+  udx_stream_t *st = io_stream(e.udx, 5, &app);
   udx_stream_t *dup;
-  CHECK(udx_stream_init(udx, &dup, 5, &io_callbacks, NULL) == UV_EADDRINUSE);
+  CHECK(udx_stream_init(e.udx, &dup, 5, &io_callbacks, NULL) == UV_EADDRINUSE);
   struct sockaddr_storage zero;
   io_addr("127.0.0.1", 0, &zero);
   CHECK(udx_stream_connect(st, s, 6, (struct sockaddr *) &zero) == UV_EINVAL); // port 0
   io_connect(st, s, 6, s, "127.0.0.1");
   CHECK(udx_stream_connect(st, s, 6, (struct sockaddr *) &a) == UV_EISCONN);
   CHECK(udx_socket_close(s) == UV_EBUSY);
-  CHECK(udx_close(udx, NULL) == UV_EBUSY);
+  CHECK(udx_close(e.udx, NULL) == UV_EBUSY);
   CHECK(udx_stream_destroy(st) == 1);
   int done = 0;
   app.done_counter = &done;
-  CHECK(io_run_until(&loop, &done, 1, 2000));
-  udx_socket_t *socks[1] = {s};
-  io_close_all(&loop, udx, socks, 1);
+  CHECK(io_run_until(&e.loop, &done, 1, 2000));
+  io_env_close(&e);
 }
 
 // --- many streams on one socket pair
@@ -189,12 +164,10 @@ test_socket_buffers (void) {
 
 static void
 test_many_streams (void) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
-  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, "127.0.0.1", 0);
+  udx_socket_t *sb = io_env_bind(&e, "127.0.0.1", 0);
   int done = 0;
   io_app_t apps[2 * MANY];
   memset(apps, 0, sizeof(apps));
@@ -202,22 +175,18 @@ test_many_streams (void) {
     io_app_t *x = &apps[2 * i], *y = &apps[2 * i + 1];
     *x = (io_app_t){.seed = 100 + i, .to_write = 256 * 1024 + i * 1000, .end_after = true, .read_seed = 200 + i, .done_counter = &done};
     *y = (io_app_t){.seed = 200 + i, .to_write = 1000 * i, .end_after = true, .read_seed = 100 + i, .done_counter = &done};
-    udx_stream_t *a = io_stream(udx, 1000 + 2 * i, x);
-    udx_stream_t *b = io_stream(udx, 1000 + 2 * i + 1, y);
-    io_connect(a, sa, 1000 + 2 * i + 1, sb, "127.0.0.1");
-    io_connect(b, sb, 1000 + 2 * i, sa, "127.0.0.1");
-    io_pump(a);
-    io_pump(b);
+    udx_stream_t *a = io_stream(e.udx, 1000 + 2 * i, x);
+    udx_stream_t *b = io_stream(e.udx, 1000 + 2 * i + 1, y);
+    io_link(a, sa, "127.0.0.1", b, sb, "127.0.0.1");
   }
-  CHECK(io_run_until(&loop, &done, 2 * MANY, 30000));
+  CHECK(io_run_until(&e.loop, &done, 2 * MANY, 30000));
   for (int i = 0; i < MANY; i++) {
     CHECK_EQ(apps[2 * i + 1].read, 256 * 1024 + i * 1000);
-    CHECK(apps[2 * i + 1].hash == expect_hash(100 + i, 256 * 1024 + i * 1000));
+    CHECK(apps[2 * i + 1].hash == test_expect_hash(100 + i, 256 * 1024 + i * 1000));
     CHECK_EQ(apps[2 * i].read, 1000 * i);
     CHECK_EQ(apps[2 * i].close_status, 0);
   }
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  io_env_close(&e);
 }
 
 // --- send errors on one stream do not stop the others
@@ -229,22 +198,20 @@ clear_fault (uv_timer_t *t) {
 
 static void
 test_send_errors (void) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
-  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, "127.0.0.1", 0);
+  udx_socket_t *sb = io_env_bind(&e, "127.0.0.1", 0);
 
   int done = 0, other_done = 0;
   io_app_t bad_w = {.seed = 1, .to_write = 1 << 20, .end_after = true, .done_counter = &done};
   io_app_t bad_r = {.read_seed = 1, .end_after = true, .done_counter = &done};
   io_app_t ok_w = {.seed = 2, .to_write = 2 << 20, .end_after = true, .done_counter = &other_done};
   io_app_t ok_r = {.read_seed = 2, .end_after = true, .done_counter = &other_done};
-  udx_stream_t *w1 = io_stream(udx, 1, &bad_w);
-  udx_stream_t *r1 = io_stream(udx, 2, &bad_r);
-  udx_stream_t *w2 = io_stream(udx, 3, &ok_w);
-  udx_stream_t *r2 = io_stream(udx, 4, &ok_r);
+  udx_stream_t *w1 = io_stream(e.udx, 1, &bad_w);
+  udx_stream_t *r1 = io_stream(e.udx, 2, &bad_r);
+  udx_stream_t *w2 = io_stream(e.udx, 3, &ok_w);
+  udx_stream_t *r2 = io_stream(e.udx, 4, &ok_r);
   io_connect(w1, sa, 2, sb, "127.0.0.1");
   io_connect(r1, sb, 1, sa, "127.0.0.1");
   io_connect(w2, sa, 4, sb, "127.0.0.1");
@@ -259,23 +226,22 @@ test_send_errors (void) {
   io_pump(r2);
 
   uv_timer_t t;
-  uv_timer_init(&loop, &t);
+  uv_timer_init(&e.loop, &t);
   t.data = w1;
   uv_timer_start(&t, clear_fault, 1500, 0);
 
   // The healthy stream finishes while the other one is failing.
-  CHECK(io_run_until(&loop, &other_done, 2, 20000));
+  CHECK(io_run_until(&e.loop, &other_done, 2, 20000));
   CHECK_EQ(ok_r.read, 2 << 20);
   CHECK(bad_r.read < (1 << 20));
   const udx_socket_stats_t *st = udx_socket_stats(sa);
   CHECK(st->send_err_hostunreach > 0);
   // ... and the failing one recovers once the errors stop.
-  CHECK(io_run_until(&loop, &done, 2, 20000));
+  CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(bad_r.read, 1 << 20);
-  CHECK(bad_r.hash == expect_hash(1, 1 << 20));
+  CHECK(bad_r.hash == test_expect_hash(1, 1 << 20));
   uv_close((uv_handle_t *) &t, NULL);
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  io_env_close(&e);
 }
 
 // --- MTU search reaches 1500 over loopback
@@ -289,41 +255,33 @@ on_finish_mtu (udx_stream_t *s) {
 
 static void
 test_mtu (void) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
-  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, "127.0.0.1", 0);
+  udx_socket_t *sb = io_env_bind(&e, "127.0.0.1", 0);
   int done = 0;
   io_app_t aa = {.seed = 5, .to_write = 4 << 20, .end_after = true, .done_counter = &done};
   io_app_t ab = {.read_seed = 5, .end_after = true, .done_counter = &done};
   udx_stream_callbacks_t cbs = io_callbacks;
   cbs.on_finish = on_finish_mtu;
   udx_stream_t *a;
-  CHECK(udx_stream_init(udx, &a, 1, &cbs, &aa) == 0);
-  udx_stream_t *b = io_stream(udx, 2, &ab);
-  io_connect(a, sa, 2, sb, "127.0.0.1");
-  io_connect(b, sb, 1, sa, "127.0.0.1");
-  io_pump(a);
-  io_pump(b);
-  CHECK(io_run_until(&loop, &done, 2, 20000));
+  CHECK(udx_stream_init(e.udx, &a, 1, &cbs, &aa) == 0);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
+  io_link(a, sa, "127.0.0.1", b, sb, "127.0.0.1");
+  CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(aa.flushes, 1500);
   CHECK_EQ(ab.read, 4 << 20);
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  io_env_close(&e);
 }
 
 // Work per readable event is bounded: a flood is read in slices so timers
 // and other handles run in between.
 static void
 test_bounded_budget (void) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
-  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, "127.0.0.1", 0);
+  udx_socket_t *sb = io_env_bind(&e, "127.0.0.1", 0);
   raw_t r = {0};
   udx_socket_set_data(sb, &r);
   CHECK(udx_socket_recv_start(sb, on_raw) == 0);
@@ -331,11 +289,10 @@ test_bounded_budget (void) {
   io_addr("127.0.0.1", io_port(sb), &to);
   for (int i = 0; i < 600; i++)
     CHECK(udx_socket_send(sa, "x", 1, (struct sockaddr *) &to, 0) == 0);
-  uv_run(&loop, UV_RUN_NOWAIT);
+  uv_run(&e.loop, UV_RUN_NOWAIT);
   CHECK_EQ(r.got, UDX_RX_BUDGET);
-  CHECK(io_run_until(&loop, &r.got, 600, 5000));
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  CHECK(io_run_until(&e.loop, &r.got, 600, 5000));
+  io_env_close(&e);
 }
 
 // ACK pause: a sender facing a peer that acks every packet (b set to
@@ -344,12 +301,10 @@ test_bounded_budget (void) {
 // 0, never pauses it. The socket still takes raw datagrams afterwards.
 static void
 ack_pause_run (int policy_b, uint32_t pause_us, udx_socket_stats_t *out) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
-  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, "127.0.0.1", 0);
+  udx_socket_t *sb = io_env_bind(&e, "127.0.0.1", 0);
   CHECK(udx_socket_set_ack_pause(sa, UDX_ACK_PAUSE_MAX_US + 1) == UV_EINVAL);
   CHECK(udx_socket_set_ack_pause(sa, pause_us) == 0);
   raw_t r = {0};
@@ -359,24 +314,20 @@ ack_pause_run (int policy_b, uint32_t pause_us, udx_socket_stats_t *out) {
   uint64_t total = 8 << 20;
   io_app_t aa = {.seed = 31, .to_write = total, .end_after = true, .done_counter = &done};
   io_app_t ab = {.read_seed = 31, .end_after = true, .done_counter = &done};
-  udx_stream_t *a = io_stream(udx, 1, &aa);
-  udx_stream_t *b = io_stream(udx, 2, &ab);
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
   CHECK(udx_stream_set_ack_policy(b, policy_b) == 0);
-  io_connect(a, sa, 2, sb, "127.0.0.1");
-  io_connect(b, sb, 1, sa, "127.0.0.1");
-  io_pump(a);
-  io_pump(b);
-  CHECK(io_run_until(&loop, &done, 2, 20000));
+  io_link(a, sa, "127.0.0.1", b, sb, "127.0.0.1");
+  CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(ab.read, total);
-  CHECK(ab.hash == expect_hash(31, total));
+  CHECK(ab.hash == test_expect_hash(31, total));
   CHECK_EQ(aa.close_status, 0);
   struct sockaddr_storage to;
   io_addr("127.0.0.1", io_port(sa), &to);
   CHECK(udx_socket_send(sb, "after", 5, (struct sockaddr *) &to, 0) == 0);
-  CHECK(io_run_until(&loop, &r.got, 1, 5000));
+  CHECK(io_run_until(&e.loop, &r.got, 1, 5000));
   *out = *udx_socket_stats(sa);
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  io_env_close(&e);
 }
 
 static void
@@ -399,22 +350,17 @@ test_ack_pause (void) {
 // address; the read takes them. Returns whether that read may be paused.
 static bool
 ack_flood_read_pausable (int acks) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
-  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, "127.0.0.1", 0);
+  udx_socket_t *sb = io_env_bind(&e, "127.0.0.1", 0);
   int done = 0;
   io_app_t aa = {.seed = 41, .to_write = 256 << 20, .done_counter = &done};
   io_app_t ab = {.read_seed = 41, .done_counter = &done};
-  udx_stream_t *a = io_stream(udx, 1, &aa);
-  udx_stream_t *b = io_stream(udx, 2, &ab);
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
   CHECK(udx_stream_set_ack_policy(b, UDX_ACK_EACH) == 0);
-  io_connect(a, sa, 2, sb, "127.0.0.1");
-  io_connect(b, sb, 1, sa, "127.0.0.1");
-  io_pump(a);
-  io_pump(b);
+  io_link(a, sa, "127.0.0.1", b, sb, "127.0.0.1");
   // Until a counts b as acking every packet; then every ACK already queued
   // for a is read, data is still in flight (b is not run meanwhile), the
   // flood goes out and one read takes it. Loopback may deliver late under
@@ -425,7 +371,7 @@ ack_flood_read_pausable (int acks) {
   uint64_t want = (uint64_t) (acks < UDX_RX_BUDGET ? acks : UDX_RX_BUDGET);
   bool decided = false, pausable = false;
   for (int i = 0; i < 100000 && !decided; i++) {
-    uv_run(&loop, UV_RUN_NOWAIT);
+    uv_run(&e.loop, UV_RUN_NOWAIT);
     if (!udx__acks_each(a))
       continue;
     uint64_t before;
@@ -449,9 +395,8 @@ ack_flood_read_pausable (int acks) {
   CHECK(decided);
   udx_stream_destroy(a);
   udx_stream_destroy(b);
-  CHECK(io_run_until(&loop, &done, 2, 5000));
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  CHECK(io_run_until(&e.loop, &done, 2, 5000));
+  io_env_close(&e);
   return pausable;
 }
 
@@ -465,17 +410,15 @@ test_ack_pause_budget (void) {
 // wraparound test) and transfer through the wrap.
 static void
 test_seq_wrap_api (void) {
-  uv_loop_t loop;
-  CHECK(uv_loop_init(&loop) == 0);
-  udx_t *udx;
-  CHECK(udx_init(&loop, &udx) == 0);
-  udx_socket_t *sa = io_bind(udx, "127.0.0.1", 0);
-  udx_socket_t *sb = io_bind(udx, "127.0.0.1", 0);
+  io_env_t e;
+  io_env_init(&e);
+  udx_socket_t *sa = io_env_bind(&e, "127.0.0.1", 0);
+  udx_socket_t *sb = io_env_bind(&e, "127.0.0.1", 0);
   int done = 0;
   io_app_t aa = {.seed = 8, .to_write = 1 << 20, .end_after = true, .read_seed = 9, .done_counter = &done};
   io_app_t ab = {.seed = 9, .to_write = 1 << 20, .end_after = true, .read_seed = 8, .done_counter = &done};
-  udx_stream_t *a = io_stream(udx, 1, &aa);
-  udx_stream_t *b = io_stream(udx, 2, &ab);
+  udx_stream_t *a = io_stream(e.udx, 1, &aa);
+  udx_stream_t *b = io_stream(e.udx, 2, &ab);
   uint32_t start = 0xfffffffbu;
   CHECK(udx_stream_set_seq(a, start) == 0);
   CHECK(udx_stream_set_ack(a, start) == 0);
@@ -483,16 +426,12 @@ test_seq_wrap_api (void) {
   CHECK(udx_stream_set_ack(b, start) == 0);
   CHECK_EQ(udx_stream_get_seq(a), start);
   CHECK_EQ(udx_stream_get_ack(b), start);
-  io_connect(a, sa, 2, sb, "127.0.0.1");
-  io_connect(b, sb, 1, sa, "127.0.0.1");
-  io_pump(a);
-  io_pump(b);
-  CHECK(io_run_until(&loop, &done, 2, 20000));
+  io_link(a, sa, "127.0.0.1", b, sb, "127.0.0.1");
+  CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(ab.read, 1 << 20);
-  CHECK(ab.hash == expect_hash(8, 1 << 20));
-  CHECK(aa.hash == expect_hash(9, 1 << 20));
-  udx_socket_t *socks[2] = {sa, sb};
-  io_close_all(&loop, udx, socks, 2);
+  CHECK(ab.hash == test_expect_hash(8, 1 << 20));
+  CHECK(aa.hash == test_expect_hash(9, 1 << 20));
+  io_env_close(&e);
 }
 
 static const test_case_t cases[] = {

@@ -6,45 +6,11 @@
 #include "../src/wire.h"
 #include "io_helpers.h"
 
-static uint64_t
-expect_hash (uint64_t seed, uint64_t total) {
-  uint64_t h = 0;
-  uint8_t buf[4096];
-  for (uint64_t off = 0; off < total; off += sizeof(buf)) {
-    size_t n = total - off < sizeof(buf) ? (size_t) (total - off) : sizeof(buf);
-    for (size_t i = 0; i < n; i++)
-      buf[i] = test_byte(seed, off + i);
-    h = test_hash(h, buf, n);
-  }
-  return h;
-}
-
-typedef struct {
-  uv_loop_t loop;
-  udx_t *udx;
-  udx_socket_t *socks[4];
-  int nsocks;
-} env_t;
-
-static void
-env_init (env_t *e, int nsocks) {
-  CHECK(uv_loop_init(&e->loop) == 0);
-  CHECK(udx_init(&e->loop, &e->udx) == 0);
-  e->nsocks = nsocks;
-  for (int i = 0; i < nsocks; i++)
-    e->socks[i] = io_bind(e->udx, "127.0.0.1", 0);
-}
-
-static void
-env_close (env_t *e) {
-  io_close_all(&e->loop, e->udx, e->socks, e->nsocks);
-}
-
 // a <-> [c relays to d, d relays to c] <-> b, as hyperdht relays streams.
 static void
 test_relay (void) {
-  env_t e;
-  env_init(&e, 3); // A, B, R
+  io_env_t e;
+  io_env_open(&e, 3); // A, B, R
   udx_socket_t *A = e.socks[0], *B = e.socks[1], *R = e.socks[2];
   int done = 0, relays_done = 0;
   io_app_t aa = {.seed = 1, .to_write = 1 << 20, .end_after = true, .read_seed = 2, .done_counter = &done};
@@ -65,21 +31,21 @@ test_relay (void) {
   io_pump(b);
   CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(ab.read, 1 << 20);
-  CHECK(ab.hash == expect_hash(1, 1 << 20));
+  CHECK(ab.hash == test_expect_hash(1, 1 << 20));
   CHECK_EQ(aa.read, 100000);
   CHECK_EQ(aa.close_status, 0);
   CHECK(udx_stream_stats(c)->packets_received > 100);
   CHECK_EQ(ac.closed, 0);
   CHECK_EQ(udx_stream_destroy(c), 0); // relayed: no packet; d goes with it
   CHECK(io_run_until(&e.loop, &relays_done, 2, 2000));
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // Mid-transfer switch from a relayed path to the direct one.
 static void
 test_change_remote (void) {
-  env_t e;
-  env_init(&e, 3);
+  io_env_t e;
+  io_env_open(&e, 3);
   udx_socket_t *A = e.socks[0], *B = e.socks[1], *R = e.socks[2];
   int done = 0, relays_done = 0;
   io_app_t aa = {.seed = 1, .to_write = 8 << 20, .end_after = true, .read_seed = 2, .done_counter = &done};
@@ -112,12 +78,12 @@ test_change_remote (void) {
   CHECK_EQ(aa.remote_changed, 1);
   CHECK_EQ(ab.remote_changed, 1);
   CHECK_EQ(ab.read, 8 << 20);
-  CHECK(ab.hash == expect_hash(1, 8 << 20));
+  CHECK(ab.hash == test_expect_hash(1, 8 << 20));
   CHECK_EQ(aa.read, 2 << 20);
-  CHECK(aa.hash == expect_hash(2, 2 << 20));
+  CHECK(aa.hash == test_expect_hash(2, 2 << 20));
   udx_stream_destroy(c);
   CHECK(io_run_until(&e.loop, &relays_done, 2, 2000));
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // The firewall sees packets for an unconnected stream; accepting one and
@@ -137,8 +103,8 @@ fw_connect (udx_stream_t *s, udx_socket_t *sock, const struct sockaddr *from) {
 
 static void
 test_firewall_preconnect (void) {
-  env_t e;
-  env_init(&e, 2);
+  io_env_t e;
+  io_env_open(&e, 2);
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   fw_sock = B;
   int done = 0;
@@ -156,16 +122,16 @@ test_firewall_preconnect (void) {
   CHECK_EQ(ab.firewall_calls, 1);
   CHECK_EQ(ntohs(((struct sockaddr_in *) &ab.firewall_from)->sin_port), io_port(A));
   CHECK_EQ(ab.read, 300000);
-  CHECK(ab.hash == expect_hash(1, 300000));
+  CHECK(ab.hash == test_expect_hash(1, 300000));
   CHECK_EQ(aa.read, 1000);
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // A firewall that drops: the unconnected stream never sees the data.
 static void
 test_firewall_drop (void) {
-  env_t e;
-  env_init(&e, 2);
+  io_env_t e;
+  io_env_open(&e, 2);
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   int done = 0;
   io_app_t aa = {.seed = 1, .to_write = 5000, .done_counter = &done};
@@ -185,14 +151,14 @@ test_firewall_drop (void) {
   CHECK_EQ(udx_stream_readable_bytes(b), 0);
   udx_stream_destroy(b);
   CHECK(io_run_until(&e.loop, &done, 2, 2000));
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // MESSAGE, DESTROY -> ECONNRESET, flush, zero-copy reads.
 static void
 test_message_destroy_flush (void) {
-  env_t e;
-  env_init(&e, 2);
+  io_env_t e;
+  io_env_open(&e, 2);
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   int done = 0;
   io_app_t aa = {.seed = 3, .to_write = 200000, .done_counter = &done};
@@ -220,20 +186,20 @@ test_message_destroy_flush (void) {
     udx_stream_read_consume(b, len);
   }
   CHECK_EQ(got, 200000);
-  CHECK(h == expect_hash(3, 200000));
+  CHECK(h == test_expect_hash(3, 200000));
   CHECK(udx_stream_flush(a) == 1); // nothing outstanding
   CHECK_EQ(udx_stream_destroy(a), 1);
   CHECK(io_run_until(&e.loop, &done, 2, 5000));
   CHECK_EQ(aa.close_status, 0);
   CHECK_EQ(ab.close_status, UV_ECONNRESET);
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // Keepalive heartbeats keep flowing while idle.
 static void
 test_keepalive (void) {
-  env_t e;
-  env_init(&e, 2);
+  io_env_t e;
+  io_env_open(&e, 2);
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   int done = 0;
   io_app_t aa = {.done_counter = &done}, ab = {.done_counter = &done};
@@ -253,7 +219,7 @@ test_keepalive (void) {
   udx_stream_destroy(a);
   udx_stream_destroy(b);
   CHECK(io_run_until(&e.loop, &done, 2, 2000));
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // Seeded loss, duplication, reordering and corruption on the socket: the
@@ -272,8 +238,8 @@ on_trace (udx_stream_t *s, uint64_t now, const udx_stream_stats_t *st) {
 
 static void
 test_faults_and_trace (void) {
-  env_t e;
-  env_init(&e, 2);
+  io_env_t e;
+  io_env_open(&e, 2);
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   int done = 0;
   io_app_t aa = {.seed = 4, .to_write = 2 << 20, .end_after = true, .done_counter = &done};
@@ -292,10 +258,10 @@ test_faults_and_trace (void) {
   io_pump(b);
   CHECK(io_run_until(&e.loop, &done, 2, 30000));
   CHECK_EQ(ab.read, 2 << 20);
-  CHECK(ab.hash == expect_hash(4, 2 << 20));
+  CHECK(ab.hash == test_expect_hash(4, 2 << 20));
   CHECK(udx_socket_stats(A)->fault_dropped > 0);
   CHECK(trace_calls > 0);
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // Callbacks may call back into the library: an echo that writes from
@@ -338,8 +304,8 @@ destroy_on_readable (udx_stream_t *s) {
 
 static void
 test_reentrant_callbacks (void) {
-  env_t e;
-  env_init(&e, 2);
+  io_env_t e;
+  io_env_open(&e, 2);
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   int done = 0;
   io_app_t aa = {.seed = 5, .to_write = 1 << 20, .end_after = true, .read_seed = 5, .done_counter = &done};
@@ -354,7 +320,7 @@ test_reentrant_callbacks (void) {
   io_pump(a);
   CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(aa.read, 1 << 20);
-  CHECK(aa.hash == expect_hash(5, 1 << 20));
+  CHECK(aa.hash == test_expect_hash(5, 1 << 20));
   CHECK_EQ(aa.close_status, 0);
 
   done = 0;
@@ -384,7 +350,7 @@ test_reentrant_callbacks (void) {
   CHECK(io_run_until(&e.loop, &done, 2, 5000));
   CHECK_EQ(af.close_status, 0);
   CHECK_EQ(ae.close_status, UV_ECONNRESET);
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // An off-path sender (socket X) forges packets for b, a stream connected to
@@ -403,7 +369,7 @@ spoof_send (udx_socket_t *from, udx_socket_t *to, uint8_t type, uint32_t id, uin
 
 // Runs the loop until the socket counted n wrong-source datagrams (or ~10 s).
 static bool
-run_until_wrong_source (env_t *e, udx_socket_t *sock, uint64_t n) {
+run_until_wrong_source (io_env_t *e, udx_socket_t *sock, uint64_t n) {
   for (int i = 0; i < 2000 && udx_socket_stats(sock)->wrong_source < n; i++) {
     int never = 0;
     io_run_until(&e->loop, &never, 1, 5);
@@ -413,8 +379,8 @@ run_until_wrong_source (env_t *e, udx_socket_t *sock, uint64_t n) {
 
 static void
 test_spoofed_destroy (void) {
-  env_t e;
-  env_init(&e, 3);
+  io_env_t e;
+  io_env_open(&e, 3);
   udx_socket_t *A = e.socks[0], *B = e.socks[1], *X = e.socks[2];
   int done = 0;
   io_app_t aa = {.seed = 7, .to_write = 200000, .end_after = true, .read_seed = 8, .done_counter = &done};
@@ -435,15 +401,15 @@ test_spoofed_destroy (void) {
   CHECK_EQ(ab.close_status, 0);
   CHECK_EQ(aa.close_status, 0);
   CHECK_EQ(ab.read, 200000);
-  CHECK(ab.hash == expect_hash(7, 200000));
+  CHECK(ab.hash == test_expect_hash(7, 200000));
   CHECK_EQ(udx_socket_stats(B)->wrong_source, 4);
-  env_close(&e);
+  io_env_close(&e);
 }
 
 static void
 test_spoofed_data (void) {
-  env_t e;
-  env_init(&e, 3);
+  io_env_t e;
+  io_env_open(&e, 3);
   udx_socket_t *A = e.socks[0], *B = e.socks[1], *X = e.socks[2];
   int done = 0;
   io_app_t aa = {.seed = 9, .to_write = 100000, .end_after = true, .read_seed = 10, .done_counter = &done};
@@ -463,17 +429,17 @@ test_spoofed_data (void) {
   io_pump(b);
   CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(ab.read, 100000);
-  CHECK(ab.hash == expect_hash(9, 100000));
+  CHECK(ab.hash == test_expect_hash(9, 100000));
   CHECK_EQ(ab.close_status, 0);
-  env_close(&e);
+  io_env_close(&e);
 }
 
 // With migration allowed, packets from another address reach the stream
 // again (the behaviour before the address check).
 static void
 test_migration_allowed (void) {
-  env_t e;
-  env_init(&e, 3);
+  io_env_t e;
+  io_env_open(&e, 3);
   udx_socket_t *A = e.socks[0], *B = e.socks[1], *X = e.socks[2];
   int done = 0;
   io_app_t aa = {.done_counter = &done}, ab = {.done_counter = &done};
@@ -488,7 +454,7 @@ test_migration_allowed (void) {
   CHECK_EQ(udx_socket_stats(B)->wrong_source, 0);
   udx_stream_destroy(a);
   CHECK(io_run_until(&e.loop, &done, 2, 5000));
-  env_close(&e);
+  io_env_close(&e);
 }
 
 typedef struct {
@@ -513,8 +479,8 @@ fill_bytes (void *ctx, uint8_t *buf, size_t len) {
 // back.
 static void
 test_write_fill (void) {
-  env_t e;
-  env_init(&e, 2);
+  io_env_t e;
+  io_env_open(&e, 2);
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   int done = 0;
   uint64_t total = 5 * 1000 * 1000 + 100;
@@ -538,7 +504,7 @@ test_write_fill (void) {
   CHECK(udx_stream_write_end(b, NULL, 0) >= 0);
   CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(ab.read, total);
-  CHECK(ab.hash == expect_hash(6, total));
+  CHECK(ab.hash == test_expect_hash(6, total));
   CHECK_EQ(aa.close_status, 0);
   CHECK(io_run_until(&e.loop, &aa.finalized, 1, 5000));
   CHECK_EQ(e.udx->pool.blocks, 0);
@@ -555,7 +521,7 @@ test_write_fill (void) {
   CHECK(io_run_until(&e.loop, &ac.finalized, 1, 5000));
   CHECK_EQ(e.udx->pool.blocks, 0);
   CHECK(io_run_until(&e.loop, &ad.finalized, 1, 5000)); // the DESTROY reached d
-  env_close(&e);
+  io_env_close(&e);
 }
 
 typedef struct {
@@ -576,8 +542,8 @@ run_fill_thread (void *arg) {
 // under a run leaves its memory mapped until the commit, which frees it.
 static void
 test_write_run (void) {
-  env_t e;
-  env_init(&e, 2);
+  io_env_t e;
+  io_env_open(&e, 2);
   udx_socket_t *A = e.socks[0], *B = e.socks[1];
   int done = 0;
   uint64_t total = 100 + 3 * 1000 * 1000 + 1000 + 7;
@@ -627,7 +593,7 @@ test_write_run (void) {
   CHECK(udx_stream_write_end(b, NULL, 0) >= 0);
   CHECK(io_run_until(&e.loop, &done, 2, 20000));
   CHECK_EQ(ab.read, total);
-  CHECK(ab.hash == expect_hash(8, total));
+  CHECK(ab.hash == test_expect_hash(8, total));
   CHECK_EQ(aa.close_status, 0);
   CHECK(io_run_until(&e.loop, &aa.finalized, 1, 5000));
   CHECK_EQ(e.udx->pool.blocks, 0);
@@ -659,7 +625,7 @@ test_write_run (void) {
   CHECK_EQ(udx_stream_write_commit(run, 1), UV_ENOTCONN);
   CHECK_EQ(udx_mapped_blocks(), mapped0);
   CHECK(io_run_until(&e.loop, &ag.finalized, 1, 5000));
-  env_close(&e);
+  io_env_close(&e);
 }
 
 static const test_case_t cases[] = {

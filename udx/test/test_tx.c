@@ -96,19 +96,6 @@ test_plan_dropped (void) {
   CHECK_EQ(n, 3);
 }
 
-static uint64_t
-expect_hash (uint64_t seed, uint64_t total) {
-  uint64_t h = 0;
-  uint8_t buf[4096];
-  for (uint64_t off = 0; off < total; off += sizeof(buf)) {
-    size_t n = total - off < sizeof(buf) ? (size_t) (total - off) : sizeof(buf);
-    for (size_t i = 0; i < n; i++)
-      buf[i] = test_byte(seed, off + i);
-    h = test_hash(h, buf, n);
-  }
-  return h;
-}
-
 // DATA leaves in batches (runs of segments when the kernel has UDP_SEGMENT)
 // and arrives intact.
 static void
@@ -131,7 +118,7 @@ test_batched_transfer (void) {
   io_pump(b);
   CHECK(io_run_until(&loop, &done, 2, 30000));
   CHECK_EQ(ab.read, total);
-  CHECK(ab.hash == expect_hash(3, total));
+  CHECK(ab.hash == test_expect_hash(3, total));
   const udx_socket_stats_t *st = udx_socket_stats(sa);
   CHECK(st->send_batches > 0);
   if (sa->gso)
