@@ -241,6 +241,11 @@ extern const udx_host_t udx__io_host;
 void
 udx__socket_read (udx_socket_t *sock);
 
+// Stops reading for ack_pause_us (see socket.c, ACK pause); a no-op when
+// the pause is off, under way or the socket closes.
+void
+udx__socket_pause (udx_socket_t *sock);
+
 // --- tx.c
 
 // Queues one datagram for the next flush. iov[0] is copied; the others are

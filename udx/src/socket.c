@@ -426,7 +426,7 @@ udx__on_pause_end (uv_poll_t *h, int status, int events) {
   udx__on_poll(&sock->poll, 0, UV_READABLE); // what came meanwhile, now
 }
 
-static void
+void
 udx__socket_pause (udx_socket_t *sock) {
   if (sock->ack_pause_us == 0 || sock->rx_paused || sock->closing)
     return;
