@@ -9,21 +9,17 @@
 #include "bufq.h"
 #include "internal.h"
 
-// Mappings of send-queue memory alive in this process: blocks and spare
-// reservations (udx_mapped_blocks). Loops may run on several threads.
-static uint64_t udx__mapped;
-
+// Counts a mapping made (+1) or gone (-1) in the host's count (the pool's
+// `mapped`, udx_mapped_blocks), if it keeps one. Loops may run on several
+// threads.
 static void
-udx__mapped_add (int d) {
+udx__mapped_add (uint64_t *count, int d) {
+  if (count == NULL)
+    return;
   if (d > 0)
-    __atomic_add_fetch(&udx__mapped, (uint64_t) d, __ATOMIC_RELAXED);
+    __atomic_add_fetch(count, (uint64_t) d, __ATOMIC_RELAXED);
   else
-    __atomic_sub_fetch(&udx__mapped, (uint64_t) -d, __ATOMIC_RELAXED);
-}
-
-uint64_t
-udx_mapped_blocks (void) {
-  return __atomic_load_n(&udx__mapped, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(count, (uint64_t) -d, __ATOMIC_RELAXED);
 }
 
 void
@@ -96,7 +92,7 @@ static void
 udx__ext_unmap (udx_bufq_ext_t *e) {
   if (e->map_len > e->unmapped)
     munmap(e->map + e->unmapped, e->map_len - e->unmapped);
-  udx__mapped_add(-1);
+  udx__mapped_add(e->mapped, -1);
   free(e);
 }
 
@@ -116,8 +112,9 @@ udx__ext_free (udx_bufq_ext_t *e, udx_pool_t *pool) {
 #define UDX_SPARE_PIECES 32
 
 struct udx_bufq_spare_s {
-  uint8_t *base; // the reserved range
-  size_t len;    // bytes of pages in it, from base
+  uint64_t *mapped; // the count it is in (its block's)
+  uint8_t *base;    // the reserved range
+  size_t len;       // bytes of pages in it, from base
   uint32_t n;
   size_t piece[UDX_SPARE_PIECES];
 };
@@ -128,14 +125,14 @@ udx__spare_free (udx_bufq_t *q) {
   if (s == NULL)
     return;
   munmap(s->base, UDX_SPARE_MAX);
-  udx__mapped_add(-1);
+  udx__mapped_add(s->mapped, -1);
   free(s);
   q->spare = NULL;
 }
 
 // [p, p+n) of a block, no longer needed: kept as spare, or unmapped.
 static void
-udx__bufq_retire (udx_bufq_t *q, uint8_t *p, size_t n) {
+udx__bufq_retire (udx_bufq_t *q, const udx_bufq_ext_t *e, uint8_t *p, size_t n) {
   udx_bufq_spare_t *s = q->spare;
   if (s == NULL) {
     s = calloc(1, sizeof(*s));
@@ -146,8 +143,9 @@ udx__bufq_retire (udx_bufq_t *q, uint8_t *p, size_t n) {
       return;
     }
     s->base = r;
+    s->mapped = e->mapped;
     q->spare = s;
-    udx__mapped_add(1);
+    udx__mapped_add(s->mapped, 1);
   }
   // the target is ours (the reservation); a move fails across two of the
   // block's mappings (a piece moved into it before): then it is unmapped
@@ -179,7 +177,7 @@ udx__bufq_reuse (udx_bufq_t *q, uint8_t *map, size_t size) {
     from += n;
   }
   munmap(s->base + s->len, UDX_SPARE_MAX - s->len);
-  udx__mapped_add(-1);
+  udx__mapped_add(s->mapped, -1);
   free(s);
   q->spare = NULL;
 }
@@ -192,7 +190,7 @@ udx__ext_trim (udx_bufq_t *q, udx_bufq_ext_t *e, uint64_t done) {
   size_t to = (size_t) (e->strides - e->map) + (size_t) done;
   to -= to % page;
   if (to > e->unmapped && to - e->unmapped >= UDX_EXT_UNMAP_STEP) {
-    udx__bufq_retire(q, e->map + e->unmapped, to - e->unmapped);
+    udx__bufq_retire(q, e, e->map + e->unmapped, to - e->unmapped);
     e->unmapped = to;
   }
 }
@@ -334,7 +332,8 @@ udx__bufq_map_block (udx_bufq_t *q, udx_pool_t *pool, size_t len, udx_bufq_ext_t
     return UDX_ERR_NOMEM;
   }
   udx__bufq_reuse(q, map, size);
-  udx__mapped_add(1);
+  e->mapped = pool->mapped;
+  udx__mapped_add(e->mapped, 1);
   pool->blocks++;
   e->map = map;
   e->map_len = size;
@@ -487,7 +486,7 @@ udx__bufq_drop_first (udx_bufq_t *q, udx_pool_t *pool) {
     if (q->base + UDX_CHUNK_SIZE >= e->end_off) {
       q->ext = e->next;
       if (e->map_len > e->unmapped)
-        udx__bufq_retire(q, e->map + e->unmapped, e->map_len - e->unmapped);
+        udx__bufq_retire(q, e, e->map + e->unmapped, e->map_len - e->unmapped);
       e->unmapped = e->map_len;
       udx__ext_free(e, pool);
     } else {

@@ -32,6 +32,8 @@ typedef struct udx_pool_s {
   udx_freelist_t chunks; // UDX_CHUNK_SIZE
   udx_freelist_t slots;  // UDX_SLOT_SIZE, out-of-order packets
   uint64_t blocks;       // reserved blocks mapped now (for tests: none left behind)
+  uint64_t *mapped;      // the host's count of mappings, kept atomically (NULL: none); a
+                         // block keeps it past its stream's pool (udx_mapped_blocks)
 } udx_pool_t;
 
 void
@@ -57,6 +59,7 @@ typedef struct udx_bufq_ext_s {
   uint8_t *strides; // first stride (page aligned)
   uint64_t off;     // stream offset of the first stride
   uint64_t end_off; // one past the last stride's capacity
+  uint64_t *mapped; // the count it is in (the pool's at its mapping)
 } udx_bufq_ext_t;
 
 typedef struct udx_bufq_spare_s udx_bufq_spare_t;

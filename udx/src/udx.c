@@ -10,6 +10,16 @@
 #include "io.h"
 #include "linger.h"
 
+// Mappings of send-queue memory alive in this process, over every instance
+// (udx_mapped_blocks): each instance's pool counts into it, and a run's
+// block goes on counting there after its stream and instance are gone.
+static uint64_t udx__mapped;
+
+uint64_t
+udx_mapped_blocks (void) {
+  return __atomic_load_n(&udx__mapped, __ATOMIC_RELAXED);
+}
+
 uint64_t
 udx__now (void) {
   return uv_hrtime() / 1000;
@@ -360,6 +370,7 @@ udx_init (uv_loop_t *loop, udx_t **out) {
   }
   udx->loop = loop;
   udx__pool_init(&udx->pool);
+  udx->pool.mapped = &udx__mapped;
 
   uv_prepare_init(loop, &udx->prepare);
   udx->prepare.data = udx;
