@@ -449,10 +449,15 @@ fd_count (void) {
   return n;
 }
 
+typedef struct {
+  udx_socket_t *sock;
+  uint64_t until; // loop time (ms): the wait gives up
+} pause_wait_t;
+
 static void
 pause_ended (uv_timer_t *t) {
-  udx_socket_t *s = t->data;
-  if (!s->rx_paused)
+  pause_wait_t *w = t->data;
+  if (!w->sock->rx_paused || uv_now(t->loop) >= w->until)
     uv_stop(t->loop);
 }
 
@@ -479,7 +484,8 @@ test_ack_pause_lifecycle (void) {
     CHECK_EQ(udx_socket_stats(s)->ack_pauses, 1);
 #endif
     if (i % 2 == 1 && s->rx_paused) { // the pause ends: reading is back
-      t.data = s;
+      pause_wait_t w = {.sock = s, .until = uv_now(&e.loop) + 5000};
+      t.data = &w;
       uv_timer_start(&t, pause_ended, 0, 1);
       uv_run(&e.loop, UV_RUN_DEFAULT);
       uv_timer_stop(&t);
