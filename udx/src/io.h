@@ -144,7 +144,7 @@ struct udx_socket_s {
   bool gso;                // UDP_SEGMENT works on this socket
   bool gro;                // UDP_GRO: a received message may hold several datagrams
 
-  // ACK pause (socket.c): reading stops for ack_pause_us after a readable
+  // ACK pause (rx.c): reading stops for ack_pause_us after a readable
   // event that brought only ACKs a stream waits on from a peer that acks
   // every packet, so those ACKs wake us once per pause, not once each.
   uint32_t ack_pause_us; // 0: off
@@ -236,15 +236,24 @@ udx__idmap_del (udx_idmap_t *m, uint32_t id);
 
 extern const udx_host_t udx__io_host;
 
-// --- socket.c
+// --- rx.c
 
 void
 udx__socket_read (udx_socket_t *sock);
 
-// Stops reading for ack_pause_us (see socket.c, ACK pause); a no-op when
+// Stops reading for ack_pause_us (see ACK pause in rx.c); a no-op when
 // the pause is off, under way or the socket closes.
 void
 udx__socket_pause (udx_socket_t *sock);
+
+void
+udx__socket_poll_update (udx_socket_t *sock);
+
+bool
+udx__hold (udx_socket_t *sock, udx_fault_state_t *f, bool rx, const uint8_t *buf, size_t len, const struct sockaddr_storage *addr, uint64_t now);
+
+void
+udx__held_release (udx_socket_t *sock, bool only_next);
 
 // --- tx.c
 
@@ -276,16 +285,9 @@ int
 udx__tx_plan (const udx_tx_slot_t *slots, int n, bool gso, uint16_t *segs);
 
 void
-udx__socket_poll_update (udx_socket_t *sock);
-
-void
 udx__held_commit_tx (udx_socket_t *sock, const uint8_t *buf, size_t len, const struct sockaddr_storage *to);
 
-bool
-udx__hold (udx_socket_t *sock, udx_fault_state_t *f, bool rx, const uint8_t *buf, size_t len, const struct sockaddr_storage *addr, uint64_t now);
-
-void
-udx__held_release (udx_socket_t *sock, bool only_next);
+// --- socket.c
 
 void
 udx__socket_send_error (udx_socket_t *sock, int err);
