@@ -10,8 +10,12 @@ H.ludx_bin = H.build .. "/ludx"
 
 -- Tasks that outlive their cancel would hold ludx.run, and so the spec
 -- file, until its 600 s timeout, with nothing said: they are named here,
--- with the test body's stack, and the process ends (the file fails).
-local function stuck(what, body)
+-- with the test body's stack; what the file opened is closed (children
+-- killed, as at the end of ludx.run) and the process ends. The file's
+-- later tests do not run: it fails as a whole, named by the body's place.
+local function stuck(what, body, fn)
+  local info = debug.getinfo(fn, "S")
+  what = what .. " (test at " .. info.short_src .. ":" .. info.linedefined .. ")"
   local lines = { "spec/helper: " .. what .. "; live tasks:" }
   for _, t in ipairs(ludx.tasks()) do
     lines[#lines + 1] = "  " .. t.name .. " (" .. tostring(t.waiting or t.state) .. ")"
@@ -21,6 +25,7 @@ local function stuck(what, body)
   io.stderr:write(table.concat(lines, "\n"), "\n")
   io.stdout:flush()
   io.stderr:flush()
+  require("ludx.dispatch").close_tracked()
   os.exit(1)
 end
 
@@ -42,7 +47,7 @@ function H.run(fn, timeout)
       local body = ludx.spawn("test", fn)
       body.quiet = true
       local r = { body:join(timeout + 30000) }
-      if body.state ~= "dead" then stuck("the test body did not end 30 s after its cancel at " .. timeout .. " ms", body) end
+      if body.state ~= "dead" then stuck("the test body did not end 30 s after its cancel at " .. timeout .. " ms", body, fn) end
       watchdog:cancel()
       -- whatever the body left running is stopped, and so is what starts
       -- later (a server's task for a late packet): swept every 200 ms while
