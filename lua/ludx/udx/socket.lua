@@ -26,7 +26,7 @@ function M.bind(host, port, opts)
   if host == nil then host = "0.0.0.0" end
   if port == nil then port = 0 end
   if type(host) ~= "string" then bad_arg("host", "bind", "string", type(host)) end
-  if type(port) ~= "number" or port < 0 or port > 65535 or port % 1 ~= 0 then bad_arg("port", "bind", "port number 0..65535", tostring(port)) end
+  check.port(port, "port", "bind")
   if opts and opts.ack_pause_us ~= nil then check.integer(opts.ack_pause_us, 0, 1000, "ack_pause_us", "bind") end
   local self = setmetatable({ waiters = ludx.waiters(), closed = false }, Socket)
   self.ref = ludx.ref(self)
