@@ -260,8 +260,6 @@ static inline void
 io_close_all (uv_loop_t *loop, udx_t *udx, udx_socket_t **socks, int n) {
   for (int i = 0; i < n; i++)
     CHECK(udx_socket_close(socks[i]) == 0);
-  int closed = 0;
-  (void) closed;
   uv_run(loop, UV_RUN_NOWAIT);
   CHECK(udx_close(udx, NULL) == 0);
   uv_run(loop, UV_RUN_DEFAULT);
