@@ -34,6 +34,8 @@ typedef struct udx_pool_s {
   uint64_t blocks;       // reserved blocks mapped now (for tests: none left behind)
   uint64_t *mapped;      // the host's count of mappings, kept atomically (NULL: none); a
                          // block keeps it past its stream's pool (udx_mapped_blocks)
+  size_t huge;           // the huge-page size blocks are advised to (0: base pages); the
+                         // host sets it where transparent huge pages back madvised memory
 } udx_pool_t;
 
 void
@@ -60,6 +62,7 @@ typedef struct udx_bufq_ext_s {
   uint64_t off;     // stream offset of the first stride
   uint64_t end_off; // one past the last stride's capacity
   uint64_t *mapped; // the count it is in (the pool's at its mapping)
+  size_t unit;      // what it is given back in whole: the page, or the huge page
 } udx_bufq_ext_t;
 
 typedef struct udx_bufq_spare_s udx_bufq_spare_t;

@@ -358,6 +358,12 @@ udx__sys_enable_gso (int fd);
 bool
 udx__sys_enable_gro (int fd);
 
+// The size of a transparent huge page that madvised memory may get (Linux
+// THP in "always" or "madvise" mode), or 0: none, or UDX_THP=0 (for
+// measurements).
+size_t
+udx__sys_huge_page_size (void);
+
 // A one-shot timer of microsecond resolution as a pollable fd (timerfd), or
 // a negative UV error (UV_ENOSYS where there is none).
 int

@@ -340,3 +340,32 @@ udx__sys_timer_drain (int fd) {
   ssize_t r = read(fd, &expirations, sizeof(expirations));
   (void) r; // EAGAIN: nothing to drain
 }
+
+size_t
+udx__sys_huge_page_size (void) {
+#ifdef __linux__
+  const char *e = getenv("UDX_THP");
+  if (e && strcmp(e, "0") == 0)
+    return 0;
+  // "always [madvise] never": madvised memory gets huge pages unless never
+  char mode[128] = {0};
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(mode, 1, sizeof(mode) - 1, f);
+  fclose(f);
+  mode[n] = '\0';
+  if (strstr(mode, "[never]") != NULL || (strstr(mode, "[always]") == NULL && strstr(mode, "[madvise]") == NULL))
+    return 0;
+  unsigned long long size = 0;
+  f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+  if (f == NULL)
+    return 0;
+  if (fscanf(f, "%llu", &size) != 1)
+    size = 0;
+  fclose(f);
+  return (size_t) size; // the pool checks it (a power of two, up to 1 GiB)
+#else
+  return 0;
+#endif
+}

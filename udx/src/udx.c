@@ -371,6 +371,7 @@ udx_init (uv_loop_t *loop, udx_t **out) {
   udx->loop = loop;
   udx__pool_init(&udx->pool);
   udx->pool.mapped = &udx__mapped;
+  udx->pool.huge = udx__sys_huge_page_size(); // read once per instance: no state shared
 
   uv_prepare_init(loop, &udx->prepare);
   udx->prepare.data = udx;

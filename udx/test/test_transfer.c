@@ -4,6 +4,7 @@
 
 #include "sim.h"
 #include "test.h"
+#include <unistd.h>
 
 // a -> b: total bytes; b ends too so both close gracefully.
 static void
@@ -453,6 +454,29 @@ bufq_holds (const udx_bufq_t *q, uint64_t seed, uint64_t base) {
   return true;
 }
 
+// A queue from stream offset base with 100 bytes of seed in it (the next
+// block's lead is the rest of their chunk); returns the bytes held.
+static uint64_t
+bufq_start (udx_bufq_t *q, udx_pool_t *pool, uint64_t base, uint64_t seed) {
+  udx__bufq_init(q, base);
+  uint8_t head[100];
+  for (size_t i = 0; i < sizeof(head); i++)
+    head[i] = test_byte(seed, i);
+  CHECK_EQ(udx__bufq_append(q, pool, head, sizeof(head)), 0);
+  return sizeof(head);
+}
+
+// A block of len bytes of seed, from at, reserved (ext, whose checks are
+// the caller's, before) and committed.
+static void
+bufq_fill_block (udx_bufq_t *q, udx_pool_t *pool, size_t len, uint64_t seed, uint64_t at, udx_bufq_ext_t **ext) {
+  uint8_t *p;
+  CHECK_EQ(udx__bufq_reserve_block(q, pool, len, ext, &p), 0);
+  for (size_t i = 0; i < len; i++)
+    p[i] = test_byte(seed, at + i);
+  udx__bufq_commit_block(q, pool, *ext, len);
+}
+
 // Released strides' pages are kept (moved, not faulted in again) for the
 // next block, which takes them at its reservation; a queue that empties,
 // or is destroyed, lets them go.
@@ -461,21 +485,12 @@ test_bufq_spare (void) {
   udx_pool_t pool;
   udx__pool_init(&pool);
   udx_bufq_t q;
-  udx__bufq_init(&q, 7);
-  uint8_t head[100];
-  for (size_t i = 0; i < sizeof(head); i++)
-    head[i] = test_byte(5, i);
-  CHECK_EQ(udx__bufq_append(&q, &pool, head, sizeof(head)), 0);
-  uint64_t at = sizeof(head);
+  uint64_t at = bufq_start(&q, &pool, 7, 5);
   for (int round = 0; round < 3; round++) {
     size_t len = 3 * 1000 * 1000 + (size_t) round * 77777;
     udx_bufq_ext_t *e;
-    uint8_t *p;
-    CHECK_EQ(udx__bufq_reserve_block(&q, &pool, len, &e, &p), 0);
+    bufq_fill_block(&q, &pool, len, 5, at, &e);
     CHECK(q.spare == NULL); // taken by the block
-    for (size_t i = 0; i < len; i++)
-      p[i] = test_byte(5, at + i);
-    udx__bufq_commit_block(&q, &pool, e, len);
     at += len;
     CHECK(bufq_holds(&q, 5, 7));
     // the first 2 MB acked: their pages wait for the next block
@@ -501,9 +516,68 @@ test_bufq_spare (void) {
   udx__pool_destroy(&pool);
 }
 
+// With huge pages (pool.huge), a block's strides start on a huge-page
+// boundary, released strides go back in whole huge pages only (a part
+// would split one), and no pages are kept as spares: base pages moved into
+// a block would split its huge pages.
+static void
+test_bufq_huge (void) {
+  const size_t huge = 2 * 1024 * 1024;
+  udx_pool_t pool;
+  udx__pool_init(&pool);
+  pool.huge = huge;
+  udx_bufq_t q;
+  uint64_t at = bufq_start(&q, &pool, 11, 6);
+  for (int round = 0; round < 2; round++) {
+    size_t len = 5 * 1000 * 1000 + (size_t) round * 55555;
+    udx_bufq_ext_t *e;
+    bufq_fill_block(&q, &pool, len, 6, at, &e);
+    CHECK_EQ(e->unit, huge);
+    CHECK_EQ((uintptr_t) e->strides % huge, 0);
+    at += len;
+    CHECK(bufq_holds(&q, 6, 11));
+    size_t kept = (size_t) (e->strides - e->map); // the pad and lead went at commit
+    CHECK_EQ(e->unmapped, kept);
+    // acked up to 1.5 MB into the strides: no whole huge page yet
+    uint64_t strides_at = e->off;
+    udx__bufq_release(&q, &pool, strides_at + 1500 * 1000);
+    CHECK_EQ(e->unmapped, kept);
+    // past 2 MiB: that huge page goes, and nothing is kept as spare
+    udx__bufq_release(&q, &pool, strides_at + huge + 300 * 1000);
+    CHECK_EQ(e->unmapped, kept + huge);
+    CHECK(q.spare == NULL);
+    CHECK(bufq_holds(&q, 6, 11));
+  }
+  udx__bufq_release(&q, &pool, q.end);
+  CHECK(q.spare == NULL);
+  CHECK_EQ(pool.blocks, 0);
+  // a reservation given back, and one destroyed with the queue
+  uint8_t *p;
+  CHECK_EQ(udx__bufq_reserve(&q, &pool, 3 * 1000 * 1000, &p), 0);
+  CHECK_EQ((uintptr_t) q.resv->strides % huge, 0);
+  udx__bufq_unreserve(&q, &pool);
+  CHECK_EQ(pool.blocks, 0);
+  CHECK_EQ(udx__bufq_reserve(&q, &pool, 3 * 1000 * 1000, &p), 0);
+  memset(p, 3, 3 * 1000 * 1000);
+  udx__bufq_commit(&q, &pool, 3 * 1000 * 1000);
+  CHECK_EQ(pool.blocks, 1);
+  udx__bufq_destroy(&q, &pool);
+  CHECK_EQ(pool.blocks, 0);
+  // a size that is not a power of two means base pages
+  pool.huge = 3 * 1024 * 1024;
+  udx_bufq_ext_t *e;
+  CHECK_EQ(udx__bufq_reserve_block(&q, &pool, 1000 * 1000, &e, &p), 0);
+  CHECK_EQ(e->unit, (size_t) sysconf(_SC_PAGESIZE));
+  udx__bufq_commit_block(&q, &pool, e, 1000 * 1000);
+  udx__bufq_destroy(&q, &pool);
+  CHECK_EQ(pool.blocks, 0);
+  udx__pool_destroy(&pool);
+}
+
 static const test_case_t cases[] = {
     {"bufq_reserve", test_bufq_reserve},
     {"bufq_spare", test_bufq_spare},
+    {"bufq_huge", test_bufq_huge},
     {"write_fill", test_write_fill},
     {"write_fill_destroyed", test_write_fill_destroyed},
     {"write_fill_after_failed", test_write_fill_after_failed},
