@@ -1,4 +1,4 @@
-// Helpers of the crypto areas (crypto.c, framer.c) that need runtime/crypto.
+// Helpers of the crypto areas (crypto.c, framer.c, framer_udx.c) that need runtime/crypto.
 #include "crypto_bind.h"
 
 #include "ludx_crypto.h"

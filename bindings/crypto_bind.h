@@ -1,7 +1,7 @@
 #ifndef LUDX_CRYPTO_BIND_H
 #define LUDX_CRYPTO_BIND_H
 
-// Shared by crypto.c (core.crypto) and framer.c (core.crypto.framer).
+// Shared by crypto.c (core.crypto) and framer.c / framer_udx.c (core.crypto.framer).
 #include "bind.h"
 
 // nil, message, code for a runtime/crypto error; returns 3.

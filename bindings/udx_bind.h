@@ -2,7 +2,7 @@
 #define LUDX_UDX_BIND_H
 
 // What udx.c (the instance and sockets) gives udx_stream.c (streams), and
-// what udx_stream.c gives C-side users of a stream (framer.c). The order is
+// what udx_stream.c gives C-side users of a stream (framer_udx.c). The order is
 // one way: udx.c knows nothing of streams.
 #include "bind.h"
 #include "udx.h"

@@ -1,8 +1,8 @@
 -- The structure of the C bindings, checked from the sources (issue 15): no
 -- file cycles among bindings/*.c (core.c registers each area; shared
 -- helpers live in bind.c and small helper files), the event ring knows no
--- event kinds, and bindings/crypto.c reaches libsodium only through
--- runtime/crypto.
+-- event kinds, and bindings/crypto.c and the framer reach libsodium only
+-- through runtime/crypto.
 local H = require "helper"
 
 local function read(path)
@@ -80,8 +80,8 @@ describe("bindings structure", function()
     end
   end)
 
-  it("bindings/crypto.c and framer.c call no libsodium function directly", function()
-    for _, f in ipairs({ "crypto.c", "framer.c" }) do
+  it("bindings/crypto.c, framer.c and framer_udx.c call no libsodium function directly", function()
+    for _, f in ipairs({ "crypto.c", "framer.c", "framer_udx.c" }) do
       local s = code_of(read("bindings/" .. f))
       local hit = s:match("[^%w_](crypto_[%w_]+%s*%()") or s:match("[^%w_](sodium_[%w_]+%s*%()")
         or s:match("[^%w_](randombytes_[%w_]+%s*%()")
